@@ -1,0 +1,3 @@
+from fedrepro.cli import main
+
+raise SystemExit(main())
