@@ -1,0 +1,120 @@
+"""Provenance sidecars: ``<file>.prov.json`` beside every run output and artifact (DESIGN §4).
+
+A sidecar records the file's sha256, the rule that made it, the git state, the resolved config
+subset and its hash, seeds, every input with its sha256 (and the sha256 of the input's own sidecar,
+so the chain closes), the hash of src/fedrepro, Python and key package versions, the device and
+the start/end time.  ``data`` records whether real or stand-in data went in; it is inherited
+from the inputs' sidecars, so a stand-in upstream marks everything downstream.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import json
+import platform
+import subprocess
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from fedrepro.io import write_json
+from fedrepro.provenance.hashing import hash_config, hash_tree, sha256_file
+
+SIDECAR_SUFFIX = ".prov.json"
+SCHEMA_VERSION = 1
+KEY_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "torch", "torchvision", "snakemake", "papermill", "matplotlib", "seaborn")
+LIBRARY_ROOT = Path(__file__).resolve().parents[1]  # src/fedrepro
+
+
+def sidecar_path(path: str | Path) -> Path:
+    return Path(str(path) + SIDECAR_SUFFIX)
+
+
+def read_sidecar(path: str | Path) -> dict | None:
+    sc = sidecar_path(path)
+    if not sc.exists():
+        return None
+    return json.loads(sc.read_text())
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _git_state(cwd: Path) -> dict:
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=20)
+
+    try:
+        head = git("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return {"commit": None, "dirty": None}
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", "src", "workflow", "config", "notebooks", "Snakefile")
+        return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.TimeoutExpired):
+        return {"commit": None, "dirty": None}
+
+
+def package_versions() -> dict:
+    out = {"python": platform.python_version()}
+    for name in KEY_PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _input_record(path: Path) -> dict:
+    rec = {"path": path.as_posix(), "sha256": sha256_file(path)}
+    sc = sidecar_path(path)
+    if sc.exists():
+        rec["sidecar_sha256"] = sha256_file(sc)
+    return rec
+
+
+def inherited_data_status(inputs: Iterable[str | Path]) -> dict:
+    """Union of the ``data`` maps of the inputs' sidecars: dataset -> 'real' | 'stand-in'."""
+    status: dict = {}
+    for p in inputs:
+        sc = read_sidecar(p)
+        for name, kind in ((sc or {}).get("data") or {}).items():
+            status[name] = "stand-in" if "stand-in" in (kind, status.get(name)) else kind
+    return status
+
+
+def write_sidecars(outputs: Iterable[str | Path], *, rule: str, inputs: Iterable[str | Path] = (),
+                   config: Mapping | None = None, seeds: Iterable[int] | None = None,
+                   started: str | None = None, device: str | None = None,
+                   data: Mapping | None = None, extra: Mapping | None = None,
+                   repo_root: str | Path = ".") -> list[Path]:
+    """Write ``<out>.prov.json`` for each output.  Inputs are hashed once and shared."""
+    repo_root = Path(repo_root)
+    inputs = [Path(p) for p in inputs if Path(p).is_file()]
+    input_records = [_input_record(p) for p in inputs]
+    data_status = inherited_data_status(inputs)
+    data_status.update(data or {})
+    common = {
+        "schema": SCHEMA_VERSION,
+        "rule": rule,
+        "git": _git_state(repo_root),
+        "config": dict(config or {}),
+        "config_sha256": hash_config(config or {}),
+        "seeds": sorted(set(int(s) for s in (seeds or []))),
+        "inputs": input_records,
+        "data": data_status,
+        "library_sha256": hash_tree(LIBRARY_ROOT),
+        "versions": package_versions(),
+        "device": device or f"cpu:{platform.machine()}",
+        "started": started or now_iso(),
+        "finished": now_iso(),
+    }
+    if extra:
+        common["extra"] = dict(extra)
+    written = []
+    for out in outputs:
+        out = Path(out)
+        record = {"file": out.as_posix(), "sha256": sha256_file(out), **common}
+        write_json(sidecar_path(out), record)
+        written.append(sidecar_path(out))
+    return written

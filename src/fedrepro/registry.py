@@ -1,0 +1,169 @@
+"""The artifact registry: config/papers/<paper>.yaml lists experiments, artifacts and claims.
+
+Everything the workflow builds is derived from here; paths follow DESIGN §4:
+  results/<scale>/<paper>/runs/<experiment>/<configuration>.csv     tidy run metrics
+  results/<scale>/<paper>/{tables,figures}/<artifact>.*             the artifact (+ <artifact>.csv, its data)
+  results/<scale>/<paper>/notebooks/<artifact>.{ipynb,html}         the executed notebook
+  results/<scale>/<paper>/claims/<artifact>.csv                     this artifact's scorecard rows
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedrepro.config import SCALES, ConfigError, deep_merge, load_yaml, validate
+
+OUTPUT_SUFFIXES = {"table": (".csv", ".md"), "figure": (".csv", ".pdf", ".png")}
+ARTIFACT_DIRS = {"table": "tables", "figure": "figures"}
+
+
+def _normalize(artifact_id: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", artifact_id.lower()).strip("_")
+
+
+@dataclass
+class Registry:
+    root: Path
+    papers: dict
+
+    # ---- loading -------------------------------------------------------------------------
+    @classmethod
+    def load(cls, root: str | Path = ".") -> "Registry":
+        root = Path(root)
+        schema = load_yaml(root / "workflow" / "schemas" / "paper.schema.yaml")
+        papers = {}
+        for path in sorted((root / "config" / "papers").glob("*.yaml")):
+            reg = load_yaml(path)
+            where = str(path.relative_to(root))
+            validate(reg, schema, where)
+            if reg["paper"] != path.stem:
+                raise ConfigError(f"{where}: key 'paper' is {reg['paper']!r} but the file is named {path.stem}.yaml")
+            _cross_check(reg, root, where)
+            papers[reg["paper"]] = reg
+        return cls(root=root, papers=papers)
+
+    # ---- experiments ---------------------------------------------------------------------
+    def experiment(self, paper: str, exp: str) -> dict:
+        return self.papers[paper]["experiments"][exp]
+
+    def configurations(self, paper: str, exp: str, scale: str) -> list[str]:
+        e = self.experiment(paper, exp)
+        entry = e["scales"].get(scale)
+        if entry is None:
+            return []
+        return list(entry.get("configurations") or e["configurations"])
+
+    def params(self, paper: str, exp: str, configuration: str, scale: str) -> dict:
+        """A configuration's parameters with the scale's overrides applied (the resolved config subset)."""
+        e = self.experiment(paper, exp)
+        if configuration not in e["configurations"]:
+            raise ConfigError(f"config/papers/{paper}.yaml: experiment {exp!r} has no configuration {configuration!r}; "
+                              f"allowed: {', '.join(e['configurations'])}")
+        scale_params = (e["scales"].get(scale) or {}).get("params") or {}
+        return deep_merge(e["configurations"][configuration], scale_params)
+
+    def run_outputs(self, paper: str, exp: str, scale: str) -> list[str]:
+        return [f"results/{scale}/{paper}/runs/{exp}/{c}.csv" for c in self.configurations(paper, exp, scale)]
+
+    # ---- artifacts -----------------------------------------------------------------------
+    def artifacts(self, paper: str | None = None, scale: str | None = None):
+        """(paper, artifact_id, entry) for every artifact, optionally only those built at `scale`."""
+        for p, reg in self.papers.items():
+            if paper not in (None, p):
+                continue
+            for a, entry in reg["artifacts"].items():
+                if scale is None or scale in entry["scales"]:
+                    yield p, a, entry
+
+    def artifact(self, paper: str, artifact: str) -> dict:
+        try:
+            return self.papers[paper]["artifacts"][artifact]
+        except KeyError:
+            raise ConfigError(f"no artifact {paper}:{artifact} in config/papers/{paper}.yaml") from None
+
+    def artifact_files(self, paper: str, artifact: str, scale: str) -> dict[str, str]:
+        entry = self.artifact(paper, artifact)
+        base = f"results/{scale}/{paper}/{ARTIFACT_DIRS[entry['kind']]}/{artifact}"
+        files = {suffix.lstrip("."): base + suffix for suffix in OUTPUT_SUFFIXES[entry["kind"]]}
+        files["ipynb"] = f"results/{scale}/{paper}/notebooks/{artifact}.ipynb"
+        files["html"] = f"results/{scale}/{paper}/notebooks/{artifact}.html"
+        return files
+
+    def artifact_data(self, paper: str, artifact: str, scale: str) -> str:
+        """The CSV every artifact writes beside itself: the numbers shown, which claims are computed from."""
+        return self.artifact_files(paper, artifact, scale)["csv"]
+
+    def artifact_runs(self, paper: str, artifact: str, scale: str) -> list[str]:
+        entry = self.artifact(paper, artifact)
+        return [f for exp in entry["experiments"] for f in self.run_outputs(paper, exp, scale)]
+
+    def claims_file(self, paper: str, artifact: str, scale: str) -> str:
+        return f"results/{scale}/{paper}/claims/{artifact}.csv"
+
+    def resolve_artifact(self, ident: str) -> tuple[str, str]:
+        """Accept 'thesis:table5.1', 'thesis:table5_1', 'thesis_table5_1' or 'thesis:Table 5.1'."""
+        for sep in (":", "_"):
+            paper, _, rest = ident.partition(sep)
+            if paper in self.papers and rest:
+                want = _normalize(rest)
+                for a, entry in self.papers[paper]["artifacts"].items():
+                    if want in (_normalize(a), _normalize(entry["label"])):
+                        return paper, a
+        known = ", ".join(f"{p}:{a}" for p, a, _ in self.artifacts())
+        raise ConfigError(f"unknown artifact {ident!r}; known artifacts: {known or '(none)'}")
+
+    # ---- claims --------------------------------------------------------------------------
+    def claims(self, paper: str, artifact: str | None = None) -> list[dict]:
+        return [c for c in self.papers[paper]["claims"] if artifact in (None, c["artifact"])]
+
+    def find_claim(self, ident: str) -> tuple[str, dict]:
+        paper, _, cid = ident.partition(":")
+        papers = [paper] if cid and paper in self.papers else list(self.papers)
+        cid = cid if cid and paper in self.papers else ident
+        for p in papers:
+            for c in self.papers[p]["claims"]:
+                if c["id"] == cid or cid.startswith(c["id"] + "["):
+                    return p, c
+        raise ConfigError(f"unknown claim {ident!r}; claim ids are listed in config/papers/<paper>.yaml under 'claims'")
+
+
+def _cross_check(reg: dict, root: Path, where: str) -> None:
+    exps = reg["experiments"]
+    for name, e in exps.items():
+        for scale, entry in e["scales"].items():
+            for c in (entry or {}).get("configurations") or []:
+                if c not in e["configurations"]:
+                    raise ConfigError(f"{where}: experiments.{name}.scales.{scale}.configurations names {c!r}; "
+                                      f"allowed: {', '.join(e['configurations'])}")
+    for name, a in reg["artifacts"].items():
+        if not (root / a["notebook"]).exists():
+            raise ConfigError(f"{where}: artifacts.{name}.notebook {a['notebook']} does not exist")
+        for exp in a["experiments"]:
+            if exp not in exps:
+                raise ConfigError(f"{where}: artifacts.{name}.experiments names {exp!r}; allowed: {', '.join(exps)}")
+            missing = [s for s in a["scales"] if s not in exps[exp]["scales"]]
+            if missing:
+                raise ConfigError(f"{where}: artifact {name} is built at {missing} but experiment {exp} has no such scales")
+    ids = set()
+    for i, c in enumerate(reg["claims"]):
+        if c["artifact"] not in reg["artifacts"]:
+            raise ConfigError(f"{where}: claims[{i}] ({c['id']}).artifact is {c['artifact']!r}; "
+                              f"allowed: {', '.join(reg['artifacts'])}")
+        if c["id"] in ids:
+            raise ConfigError(f"{where}: claim id {c['id']!r} appears twice")
+        ids.add(c["id"])
+        need = {"cells": ("keys", "columns", "paper_table"), "value": ("column", "paper_value"), "predicate": ("expr",)}
+        for key in need[c["kind"]]:
+            if key not in c:
+                raise ConfigError(f"{where}: claims[{i}] ({c['id']}) of kind {c['kind']} needs the key {key!r}")
+        if c["kind"] == "cells":
+            width = len(c["keys"]) + len(c["columns"])
+            for row in c["paper_table"]:
+                if len(row) != width:
+                    raise ConfigError(f"{where}: claim {c['id']}: paper_table row {row} has {len(row)} numbers, "
+                                      f"expected {width} ({', '.join(c['keys'] + c['columns'])})")
+
+
+__all__ = ["Registry", "SCALES"]

@@ -1,0 +1,111 @@
+# Rendering (papermill), the per-artifact claims, the scorecard and the index page.
+
+
+report: "../report/workflow.rst"
+
+
+def _artifact_names(kind):
+    names = sorted({a for _, a, e in REGISTRY.artifacts() if e["kind"] == kind})
+    return "|".join(names) or "(?!)"  # a regex that matches nothing when no artifact has this kind
+
+
+def render_inputs(wc):
+    entry = REGISTRY.artifact(wc.paper, wc.artifact)
+    experiments = [REGISTRY.experiment(wc.paper, e) for e in entry["experiments"]]
+    packages = {pkg for e in experiments for pkg in e["code"]} | set(entry.get("code", [])) | {"plotting"}
+    return {
+        "notebook": entry["notebook"],
+        "runs": REGISTRY.artifact_runs(wc.paper, wc.artifact, wc.scale),
+        "registry": f"config/papers/{wc.paper}.yaml",
+        "code": code(*sorted(packages), "registry", "config"),
+    }
+
+
+def render_params(wc):
+    entry = REGISTRY.artifact(wc.paper, wc.artifact)
+    return {"configuration": config["configuration"], "label": entry["label"], "caption": entry["caption"],
+            **entry.get("parameters", {})}
+
+
+rule render_table:
+    """Execute an artifact's notebook with papermill: the table (CSV + Markdown) and the executed notebook."""
+    input:
+        unpack(render_inputs),
+    output:
+        csv=report("results/{scale}/{paper}/tables/{artifact}.csv", caption="../report/artifact.rst",
+                   category="{paper}", labels={"artifact": "{artifact}", "kind": "table"}),
+        md="results/{scale}/{paper}/tables/{artifact}.md",
+        ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
+        html="results/{scale}/{paper}/notebooks/{artifact}.html",
+        provs=[f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
+           for d, x in (("tables", "csv"), ("tables", "md"), ("notebooks", "ipynb"), ("notebooks", "html"))],
+    wildcard_constraints:
+        artifact=_artifact_names("table"),
+    params:
+        nb=render_params,
+    log:
+        "results/{scale}/{paper}/logs/render/{artifact}.log",
+    threads: 1
+    script:
+        "../scripts/render_notebook.py"
+
+
+rule render_figure:
+    """Execute an artifact's notebook with papermill: the figure (PDF + PNG + its data CSV) and the notebook."""
+    input:
+        unpack(render_inputs),
+    output:
+        csv="results/{scale}/{paper}/figures/{artifact}.csv",
+        pdf="results/{scale}/{paper}/figures/{artifact}.pdf",
+        png=report("results/{scale}/{paper}/figures/{artifact}.png", caption="../report/artifact.rst",
+                   category="{paper}", labels={"artifact": "{artifact}", "kind": "figure"}),
+        ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
+        html="results/{scale}/{paper}/notebooks/{artifact}.html",
+        provs=[f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
+               for d, x in (("figures", "csv"), ("figures", "pdf"), ("figures", "png"),
+                            ("notebooks", "ipynb"), ("notebooks", "html"))],
+    wildcard_constraints:
+        artifact=_artifact_names("figure"),
+    params:
+        nb=render_params,
+    log:
+        "results/{scale}/{paper}/logs/render/{artifact}.log",
+    threads: 1
+    script:
+        "../scripts/render_notebook.py"
+
+
+rule claims_artifact:
+    """Judge one artifact's claims against the numbers it shows."""
+    input:
+        data=lambda wc: REGISTRY.artifact_data(wc.paper, wc.artifact, wc.scale),
+        registry="config/papers/{paper}.yaml",
+        code=code("scorecard", "registry", "config"),
+    output:
+        csv="results/{scale}/{paper}/claims/{artifact}.csv",
+        prov="results/{scale}/{paper}/claims/{artifact}.csv.prov.json",
+    log:
+        "results/{scale}/{paper}/logs/claims/{artifact}.log",
+    localrule: True
+    script:
+        "../scripts/claims_artifact.py"
+
+
+rule scorecard:
+    """results/<scale>/claims.{csv,md} and the index page of every artifact."""
+    input:
+        claims=lambda wc: [REGISTRY.claims_file(p, a, wc.scale) for p, a, _ in REGISTRY.artifacts(scale=wc.scale)],
+        artifacts=lambda wc: [f for p, a, _ in REGISTRY.artifacts(scale=wc.scale)
+                              for f in REGISTRY.artifact_files(p, a, wc.scale).values()],
+        code=code("scorecard", "registry", "config", "plotting"),
+    output:
+        csv="results/{scale}/claims.csv",
+        md="results/{scale}/claims.md",
+        html="results/{scale}/index.html",
+        provs=["results/{scale}/claims.csv.prov.json", "results/{scale}/claims.md.prov.json",
+               "results/{scale}/index.html.prov.json"],
+    log:
+        "results/{scale}/logs/scorecard.log",
+    localrule: True
+    script:
+        "../scripts/scorecard.py"
