@@ -69,7 +69,7 @@ def gd_least_squares_iterative(X: np.ndarray, y: np.ndarray, theta0: np.ndarray,
     return theta
 
 
-def test_error_ratios(X_te: np.ndarray, y_te: np.ndarray, theta_hat: np.ndarray, theta_true: np.ndarray,
+def error_ratios(X_te: np.ndarray, y_te: np.ndarray, theta_hat: np.ndarray, theta_true: np.ndarray,
                       sigma_diag: np.ndarray) -> dict[str, np.ndarray]:
     """Table 5.1's measures for each of B problems.
 

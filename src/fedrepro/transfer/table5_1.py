@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.runtime import rng_stream
-from fedrepro.transfer.representation import gd_least_squares, phase1_fit, test_error_ratios
+from fedrepro.transfer.representation import gd_least_squares, phase1_fit, error_ratios
 
 METHODS = ("phase1", "phase2", "scratch")
 
@@ -94,7 +94,7 @@ def run_one(cfg: Table51Config, cell: int, run: int) -> Iterator[dict]:
     th0 = gd_least_squares(np.vstack([X1, X2]), np.vstack([y1, y2]), np.zeros_like(th1), cfg.gd_steps)
 
     for method, est in zip(METHODS, (th1, th2, th0)):
-        measures = test_error_ratios(Xte, yte, est, theta, lam)
+        measures = error_ratios(Xte, yte, est, theta, lam)
         for metric, values in measures.items():
             for k, db in enumerate(cfg.ratios_db):
                 yield {"n1": n1, "n2": n2, "db": db, "method": method, "seed": run, "step": 0,

@@ -1,0 +1,51 @@
+"""Shared fixtures: the repository root and a private copy of the workflow to run Snakemake in."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOW_PARTS = ("Snakefile", "workflow", "config", "notebooks", "src")
+
+
+def copy_workflow(dest: Path) -> Path:
+    """Copy what a Snakemake run reads into `dest` (results/ and caches excluded)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for part in WORKFLOW_PARTS:
+        src = REPO / part
+        if src.is_dir():
+            shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(src, dest / part)
+    return dest
+
+
+def snakemake(*args: str, cwd: Path, check: bool = True, timeout: int = 900) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def workdir(tmp_path) -> Path:
+    return copy_workflow(tmp_path / "wf")
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory) -> Path:
+    """One end-to-end run of `all` at smoke scale, shared by the tests that inspect its outputs."""
+    wd = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
+    snakemake("--cores", "2", "all", "--config", "scale=smoke", cwd=wd)
+    return wd

@@ -1,0 +1,154 @@
+"""The workflow: dry runs at every scale, the smoke scale end to end, reruns on code changes, audit."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import snakemake
+from fedrepro.config import SCALES
+from fedrepro.registry import Registry
+
+
+def _planned_rules(wd, *targets, scale="smoke"):
+    """Rule names Snakemake would run (dry run), with their job counts."""
+    out = snakemake("-n", "--quiet", "rules", *targets, "--config", f"scale={scale}", cwd=wd).stdout
+    rows = [line.split() for line in out.splitlines()]
+    return {r[0]: int(r[1]) for r in rows if len(r) == 2 and r[1].isdigit() and r[0] != "total"}
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_dry_run_resolves_every_scale(workdir, scale):
+    rules = _planned_rules(workdir, "all", scale=scale)
+    assert rules.get("scorecard") == 1 and rules.get("all") == 1
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_every_registry_artifact_is_reachable_from_all(workdir, scale):
+    summary = snakemake("-n", "--summary", "all", "--config", f"scale={scale}", cwd=workdir).stdout
+    planned = {line.split("\t")[0] for line in summary.splitlines()[1:]}
+    registry = Registry.load(workdir)
+    expected = [f for p, a, _ in registry.artifacts(scale=scale)
+                for f in (*registry.artifact_files(p, a, scale).values(), registry.claims_file(p, a, scale))]
+    assert expected, "the registry names no artifact at this scale"
+    missing = [f for f in expected if f not in planned]
+    assert not missing, f"not reachable from `all`: {missing}"
+
+
+def test_bad_config_stops_before_any_job_with_the_key_named(workdir):
+    proc = snakemake("-n", "all", "--config", "scale=enormous", cwd=workdir, check=False)
+    assert proc.returncode != 0
+    text = proc.stdout + proc.stderr
+    assert "'scale'" in text and "smoke, quick, paper" in text
+
+
+def test_paper_targets_and_artifact_aliases_exist(workdir):
+    out = snakemake("--list-target-rules", cwd=workdir).stdout.split()
+    for target in ("all", "gcca", "cvfl", "thesis", "adept", "thesis_table5_1"):
+        assert target in out
+
+
+def test_slurm_profile_parses_and_jobs_get_resources(workdir):
+    proc = snakemake("-n", "--profile", "workflow/profiles/slurm", "thesis_table5_1", "--config", "scale=smoke",
+                     cwd=workdir)
+    text = proc.stdout + proc.stderr
+    assert "rule thesis_table5_1_run" in text
+    run_lines = [l for l in text.splitlines() if "resources:" in l and "mem_mb=2000" in l]
+    assert run_lines and all("runtime=120" in l for l in run_lines), text[-2000:]
+
+
+def test_slurm_plugin_turns_gpu_resource_into_a_gpu_request():
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    class Resources(dict):
+        __getattr__ = dict.get
+
+    job = SimpleNamespace(resources=Resources(gpu=1), name="gpu_rule")
+    assert "--gpus=1" in set_gres_string(job)
+
+
+# ---- the smoke scale, end to end -------------------------------------------------------------------
+
+def test_smoke_all_builds_every_output_with_sidecars(smoke_run):
+    registry = Registry.load(smoke_run)
+    for p, a, _ in registry.artifacts(scale="smoke"):
+        for f in registry.artifact_files(p, a, "smoke").values():
+            assert (smoke_run / f).exists(), f
+            sc = json.loads((smoke_run / (f + ".prov.json")).read_text())
+            for key in ("sha256", "rule", "git", "config", "config_sha256", "inputs", "library_sha256", "versions",
+                        "device", "started", "finished", "data", "seeds"):
+                assert key in sc, (f, key)
+    for f in ("claims.csv", "claims.md", "index.html"):
+        assert (smoke_run / "results" / "smoke" / f).exists()
+    run_sc = json.loads((smoke_run / "results/smoke/thesis/runs/table5_1/calibrated.csv.prov.json").read_text())
+    assert run_sc["config"]["d"] == 200 and run_sc["seeds"] == [0]
+
+
+def test_smoke_scorecard_has_every_claim_and_valid_verdicts(smoke_run):
+    import pandas as pd
+
+    from fedrepro.scorecard import VERDICTS
+
+    claims = pd.read_csv(smoke_run / "results/smoke/claims.csv")
+    assert set(claims["verdict"]) <= set(VERDICTS)
+    registry = Registry.load(smoke_run)
+    for p in registry.papers:
+        for c in registry.claims(p):
+            assert claims["claim"].str.startswith(c["id"]).any(), c["id"]
+    index = (smoke_run / "results/smoke/index.html").read_text()
+    assert "Table 5.1" in index and "notebooks/table5_1.html" in index
+
+
+def _edit(path):
+    """Change a file's content (Snakemake ignores a bare `touch` whose content hash is unchanged)."""
+    path.write_text(path.read_text() + "\n# edited by a test\n")
+
+
+def test_rerun_is_a_no_op_and_editing_code_reruns_only_its_dependents(smoke_run):
+    assert _planned_rules(smoke_run, "all") == {}
+    _edit(smoke_run / "src/fedrepro/scorecard/evaluate.py")
+    assert set(_planned_rules(smoke_run, "all")) == {"claims_artifact", "scorecard", "all"}
+    _edit(smoke_run / "src/fedrepro/transfer/representation.py")
+    assert set(_planned_rules(smoke_run, "all")) == {"thesis_table5_1_run", "render_table", "claims_artifact",
+                                                     "scorecard", "all"}
+    snakemake("--cores", "2", "all", "--config", "scale=smoke", cwd=smoke_run)  # leave it built for later tests
+
+
+def _audit(wd, target):
+    return subprocess.run([sys.executable, "-m", "fedrepro", "audit", target, "--scale", "smoke"], cwd=wd,
+                          capture_output=True, text=True)
+
+
+def test_audit_passes_then_detects_a_tampered_input_and_output(smoke_run):
+    ok = _audit(smoke_run, "thesis:table5.1")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "runs/table5_1/calibrated.csv" in ok.stdout
+    assert _audit(smoke_run, "thesis:C5.2").returncode == 0
+
+    run_csv = smoke_run / "results/smoke/thesis/runs/table5_1/calibrated.csv"
+    original = run_csv.read_bytes()
+    run_csv.write_bytes(original.replace(b"phase1", b"phase9", 1))
+    try:
+        bad = _audit(smoke_run, "thesis:table5.1")
+        assert bad.returncode == 1 and "calibrated.csv" in bad.stderr
+    finally:
+        run_csv.write_bytes(original)
+
+    table = smoke_run / "results/smoke/thesis/tables/table5_1.md"
+    original = table.read_bytes()
+    table.write_bytes(original + b"\n")
+    try:
+        bad = _audit(smoke_run, "thesis:table5_1")
+        assert bad.returncode == 1 and "table5_1.md" in bad.stderr
+    finally:
+        table.write_bytes(original)
+    assert _audit(smoke_run, "thesis_table5_1").returncode == 0
+
+
+def test_audit_unknown_target_is_a_clear_error(smoke_run):
+    proc = _audit(smoke_run, "thesis:table9.9")
+    assert proc.returncode == 2 and "python -m fedrepro list" in proc.stderr
