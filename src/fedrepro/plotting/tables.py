@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 import pandas as pd
 
@@ -25,11 +26,14 @@ def markdown_to_html(text: str) -> str:
     """Pipe tables become <table>, '#' lines headings, other lines paragraphs (enough for our artifacts)."""
     out, table = [], []
 
+    def inline(text: str) -> str:
+        return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
     def flush():
         if table:
             head, body = table[0], [r for r in table[2:]]
-            out.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr>"
-                       + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
+            out.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr>"
+                       + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in body)
                        + "</table>")
             table.clear()
 
@@ -40,8 +44,8 @@ def markdown_to_html(text: str) -> str:
         flush()
         if line.startswith("#"):
             level = min(len(line) - len(line.lstrip("#")) + 2, 6)
-            out.append(f"<h{level}>{html.escape(line.lstrip('#').strip())}</h{level}>")
+            out.append(f"<h{level}>{inline(line.lstrip('#').strip())}</h{level}>")
         elif line.strip():
-            out.append(f"<p>{html.escape(line)}</p>")
+            out.append(f"<p>{inline(line)}</p>")
     flush()
     return "\n".join(out)

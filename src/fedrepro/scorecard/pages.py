@@ -22,7 +22,9 @@ def combine(files) -> pd.DataFrame:
 
 def verdict_counts(claims: pd.DataFrame) -> pd.DataFrame:
     counts = claims.groupby(["paper", "configuration", "verdict"]).size().unstack(fill_value=0)
-    return counts.reindex(columns=[v for v in VERDICTS if v in counts.columns]).reset_index()
+    counts = counts.reindex(columns=[v for v in VERDICTS if v in counts.columns])
+    counts.columns.name = None
+    return counts.reset_index()
 
 
 def claims_markdown(claims: pd.DataFrame, scale: str) -> str:
