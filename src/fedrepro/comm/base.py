@@ -50,6 +50,19 @@ class Compressed:
     index_space: int | None = None
     entries: int = 0
 
+    def sum(self) -> "Compressed":
+        """The batch's messages as one (bits of shape ()): e.g. C-VFL's server forwarding every
+        party's embedding to each party, recorded as a broadcast with ``ledger.record("down", out.sum())``."""
+        return Compressed(
+            value=self.value,
+            bits=np.asarray(self.bits.sum(), dtype=np.int64),
+            parts={k: np.asarray(v.sum(), dtype=np.int64) for k, v in self.parts.items()},
+            counts={k: np.asarray(v.sum(), dtype=np.int64) for k, v in self.counts.items()},
+            widths=self.widths,
+            index_space=self.index_space,
+            entries=self.entries,
+        )
+
 
 @dataclass
 class Encoding:

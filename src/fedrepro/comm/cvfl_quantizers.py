@@ -132,9 +132,8 @@ class A2LatticeQuantizer(_Dithered):
         if self.dither == "square":
             ux = bk.as_dtype_of((u3[..., 0] - 0.5) * self.dither_step, x2)
             uy = bk.as_dtype_of((u3[..., 1] - 0.5) * self.dither_step, x2)
-        else:
-            ux, uy = a2_voronoi_uniform(u3[..., 0], u3[..., 1], self.scale)
-            ux, uy = bk.as_dtype_of(ux, x2), bk.as_dtype_of(uy, x2)
+        else:  # in x's precision: the dither only needs to be uniform on the cell, not float64-exact
+            ux, uy = a2_voronoi_uniform(bk.as_dtype_of(u3[..., 0], x2), bk.as_dtype_of(u3[..., 1], x2), self.scale)
         qx, qy = a2_nearest(z3[..., 0] + ux, z3[..., 1] + uy, self.scale)
         r = bk.reshape(bk.stack_last(qx - ux, qy - uy), (batch, d))
         counts, widths = self._widths(d)

@@ -5,9 +5,9 @@ authors' ``latbin.ALattice(2, scale=s)``, which does not build, so it is re-impl
 minimum distance s√2, cell area √3 s², covering radius s√(2/3).
 
 ``a2_nearest`` finds the nearest lattice point with the coset trick: A2 is the union of the
-rectangular lattice R = s√2 Z × s√6 Z and R + (s√2/2, s√6/2) (even and odd j). Rounding in each
-coset and keeping the nearer candidate is exact and purely element-wise, so it vectorizes in
-numpy and torch alike. ``a2_nearest_conway_sloane`` is the spec's algorithm (Conway & Sloane,
+rectangular lattice R = s√2 Z × s√6 Z and R + (s√2/2, s√6/2) (even and odd j). Rounding in
+each coset and keeping the nearer candidate is exact and purely element-wise, so it vectorizes
+in numpy and torch alike. ``a2_nearest_conway_sloane`` is the spec's algorithm (Conway & Sloane,
 A2 as the plane sum = 0 of Z^3), kept as an independent reference for the tests.
 """
 
@@ -23,15 +23,21 @@ SQRT2, SQRT6 = math.sqrt(2.0), math.sqrt(6.0)
 
 
 def a2_nearest(vx, vy, scale: float):
-    """Nearest point of the A2 lattice of the given scale to each point (vx, vy)."""
+    """Nearest point of the A2 lattice of the given scale to each point (vx, vy).
+
+    In units where R is Z² (x / (s√2), y / (s√6)), let f be the offset of a point from its nearest
+    integer point. The nearest point of the other coset, Z² + (1/2, 1/2), is then at offsets
+    f ∓ 1/2, and with the axes weighted 1 : 3 (because √6 = √3·√2) it is nearer exactly when
+    |f_x| + 3|f_y| > 1. One comparison instead of two distance computations.
+    """
     a, c = SQRT2 * scale, SQRT6 * scale
-    ox, oy = a / 2.0, c / 2.0
-    p1x, p1y = bk.round_(vx / a) * a, bk.round_(vy / c) * c
-    p2x, p2y = bk.round_((vx - ox) / a) * a + ox, bk.round_((vy - oy) / c) * c + oy
-    d1 = (vx - p1x) ** 2 + (vy - p1y) ** 2
-    d2 = (vx - p2x) ** 2 + (vy - p2y) ** 2
-    second = d2 < d1
-    return bk.where(second, p2x, p1x), bk.where(second, p2y, p1y)
+    X, Y = vx / a, vy / c
+    rx, ry = bk.round_(X), bk.round_(Y)
+    fx, fy = X - rx, Y - ry
+    other = bk.as_dtype_of(bk.abs_(fx) + 3.0 * bk.abs_(fy) > 1.0, fx)
+    half_x = (bk.as_dtype_of(fx >= 0, fx) - 0.5) * other  # ±1/2 toward the point, or 0
+    half_y = (bk.as_dtype_of(fy >= 0, fy) - 0.5) * other
+    return (rx + half_x) * a, (ry + half_y) * c
 
 
 def a2_voronoi_uniform(u1, u2, scale: float):
