@@ -93,10 +93,6 @@ def sqrt(x):
     return torch.sqrt(x) if is_torch(x) else np.sqrt(x)
 
 
-def nan_to_zero(x):
-    return torch.nan_to_num(x, nan=0.0) if is_torch(x) else np.nan_to_num(x, nan=0.0)
-
-
 def zeros_like(x):
     return torch.zeros_like(x) if is_torch(x) else np.zeros_like(x)
 

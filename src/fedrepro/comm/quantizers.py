@@ -10,7 +10,6 @@ Sources:
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
