@@ -1,0 +1,114 @@
+"""Error-feedback helpers: the public copies every compressed scheme keeps.
+
+- ``TrackedCopy``: x̂ ← x̂ + C(x - x̂), the message being C(x - x̂). One class serves
+  * CuteMaxVar's M̂_i (uplink) and Ĝ (downlink) (gcca_cutemaxvar.md §3.5, eqs. 12-13, 17), whose
+    first message is the full-precision initial round (pass ``compressor=Identity()`` once);
+  * CHOCO-SGD / SQuARM-SGD's x̂_j (thesis_ch3_squarm.md §3.1, step 4, x̂⁽⁰⁾ = 0), with the event
+    trigger as ``mask`` (a node that does not fire sends 0 bits and keeps its copy);
+  * the Ch. 4 algorithms' x̂_i (thesis_ch4_ch5.md §1.3.1, first message uncompressed).
+  Whatever a message drops stays in x - x̂ and is sent later: this is the implicit error feedback.
+  Sender and receivers apply the same decoded message, so one copy stands for all of them.
+- ``StaleCopy``: C-VFL's round-start compressed embeddings Φ̂ (cvfl.md §3.1): each party's
+  message is compressed once per global round and read, stale, during the Q local iterations;
+  party m combines the others' stale copies with its own fresh, uncompressed embedding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _backend as bk
+from .base import COUNT_KINDS, PART_KINDS, Compressed, Compressor
+
+
+def _expand(out: Compressed, mask: np.ndarray, value: Any) -> Compressed:
+    """A batch-wide result from the result on the rows where mask is True (others: 0 bits)."""
+    def widen(a: np.ndarray) -> np.ndarray:
+        full = np.zeros(mask.shape, dtype=np.int64)
+        full[mask] = a
+        return full
+
+    return Compressed(
+        value=value,
+        bits=widen(out.bits),
+        parts={k: widen(out.parts[k]) for k in PART_KINDS},
+        counts={k: widen(out.counts[k]) for k in COUNT_KINDS},
+        widths=out.widths,
+        index_space=out.index_space,
+        entries=out.entries,
+    )
+
+
+class TrackedCopy:
+    """A compressed public copy x̂ of a batch of vectors (difference compression).
+
+    ``init``: the copy's starting value (default: zeros at the first update, as CHOCO/SQuARM and
+    Ch. 4 start). ``batched``: whether x has a leading node axis (the gcca server's Ĝ is one
+    matrix: ``batched=False``).
+    """
+
+    def __init__(self, compressor: Compressor, init: Any = None, *, batched: bool = True) -> None:
+        self.compressor = compressor
+        self.batched = batched
+        self.value = None if init is None else (init.clone() if bk.is_torch(init) else np.array(init, copy=True))
+
+    def update(self, x: Any, rng: Any = None, *, mask: Any = None, compressor: Compressor | None = None, **context: Any) -> Compressed:
+        """Send C(x - x̂) and apply it to x̂. Returns the message (decoded value and its bits).
+
+        ``mask``: bool per batch element; only those send (the others' bits are 0 and their copy
+        is unchanged, thesis A-25). ``compressor``: a one-off compressor for this message, e.g.
+        ``Identity()`` for gcca's full-precision initial round.
+        """
+        comp = compressor if compressor is not None else self.compressor
+        if self.value is None:
+            self.value = bk.zeros_like(x)
+        diff = x - self.value
+        if mask is None:
+            out = comp(diff, rng, batched=self.batched, **context)
+            self.value = self.value + out.value
+            return out
+        if not self.batched:
+            raise ValueError("mask needs a batched TrackedCopy (a leading node axis)")
+        mask = np.asarray(bk.to_numpy_int(mask) if bk.is_torch(mask) else mask, dtype=bool).reshape(-1)
+        if mask.shape != (x.shape[0],):
+            raise ValueError(f"mask must have one bool per batch element, shape ({x.shape[0]},); got {mask.shape}")
+        sent = comp(bk.index_rows(diff, mask), rng, batched=True, **context)
+        message = bk.set_rows(bk.zeros_like(diff), mask, sent.value)
+        self.value = self.value + message
+        return _expand(sent, mask, message)
+
+    def reset(self, value: Any) -> None:
+        """Set x̂ without sending anything (e.g. copies known to all from a shared seed)."""
+        self.value = value.clone() if bk.is_torch(value) else np.array(value, copy=True)
+
+
+class StaleCopy:
+    """C-VFL's compressed round-start messages, read for Q local iterations (cvfl.md §3.1).
+
+    ``refresh`` compresses the batch of parties' embeddings (B = M parties) once per round and
+    stores the decoded values; ``view(m, fresh)`` is what party m computes with during the round:
+    everybody's stale compressed embedding except its own, which is fresh and uncompressed.
+    The view is built by concatenation, so torch autograd flows into ``fresh`` only.
+    """
+
+    def __init__(self, compressor: Compressor, *, batched: bool = True) -> None:
+        self.compressor = compressor
+        self.batched = batched
+        self.value = None
+
+    def refresh(self, x: Any, rng: Any = None, **context: Any) -> Compressed:
+        out = self.compressor(x, rng, batched=self.batched, **context)
+        self.value = out.value
+        return out
+
+    def view(self, m: int, fresh: Any) -> Any:
+        if self.value is None:
+            raise ValueError("StaleCopy.view before refresh: compress the round-start messages first")
+        v = self.value
+        if bk.is_torch(v):
+            import torch
+
+            return torch.cat((v[:m].detach(), fresh[None], v[m + 1 :].detach()), dim=0)
+        return np.concatenate((v[:m], np.asarray(fresh)[None], v[m + 1 :]), axis=0)
