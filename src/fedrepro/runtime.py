@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from typing import Iterable
 
 import numpy as np
@@ -37,12 +38,11 @@ def limit_threads(n: int) -> None:
         threadpool_limits(n)
     except ImportError:  # threadpoolctl ships with scikit-learn; without it the env vars still apply
         pass
-    try:
-        import torch
-
+    # torch reads OMP_NUM_THREADS when imported; only an already imported torch needs telling
+    # (importing it here would cost every job a second or two).
+    torch = sys.modules.get("torch")
+    if torch is not None:
         torch.set_num_threads(n)
-    except ImportError:
-        pass
 
 
 def choose_device(preference: str = "auto") -> str:
