@@ -45,7 +45,7 @@ class RunResult:
     x: np.ndarray
     x_tilde: np.ndarray
     lam: np.ndarray
-    history: list = field(default_factory=list)  # (t, x, lam) per iteration when keep_history
+    history: list = field(default_factory=list)  # (t, x(t), λ(t)) per iteration when keep_history
 
 
 def log_grid(T: int, n_points: int = 200) -> np.ndarray:
@@ -114,10 +114,10 @@ def run_scheme(problem, x_init: np.ndarray, *, compressor: Compressor | None, fe
         g_edges = edge_values(x, graph, problem.c)
         step = g_f + constraint_gradient(x, lam, graph, B)
         x_tilde = proj(x_tilde - eta * step)
+        if keep_history:
+            history.append((t, x.copy(), lam.copy()))  # x(t), λ(t)
         # line 12: dual step, one λ per undirected edge
         lam = np.maximum(0.0, lam + eta * (g_edges - delta * eta * lam))
-        if keep_history:
-            history.append((t, x.copy(), lam.copy()))
         if is_logged[t] and metrics_fn is not None:
             for k, v in metrics_fn(xbar, x, lam).items():
                 metrics.setdefault(k, []).append(v)

@@ -13,7 +13,7 @@ import numpy as np
 def project_ball(Y: np.ndarray, radius: float) -> np.ndarray:
     """Each row of Y projected onto {‖x‖ ≤ radius}."""
     norms = np.linalg.norm(Y, axis=-1, keepdims=True)
-    scale = np.minimum(1.0, radius / np.maximum(norms, np.finfo(float).tiny))
+    scale = np.where(norms > radius, radius / np.where(norms > radius, norms, 1.0), 1.0)
     return Y * scale
 
 

@@ -29,8 +29,12 @@ def _constraints(x: np.ndarray, graph, c: np.ndarray, radius: float):
     return h, J.reshape(E + n, n * d)
 
 
-def solve_reference(problem, x0: np.ndarray | None = None, tol: float = 1e-12, maxiter: int = 500) -> np.ndarray:
-    """SLSQP on the expected cost with the edge and ball constraints (needs ``expected_grad``)."""
+def solve_reference(problem, x0: np.ndarray | None = None, tol: float = 1e-10, maxiter: int = 1000) -> np.ndarray:
+    """SLSQP on the expected cost with the edge and ball constraints (needs ``expected_grad``).
+
+    The default start is a small fixed perturbation of 0 (at x = 0 every edge constraint has a zero
+    gradient, which stalls SLSQP).  A run SLSQP reports as failed is accepted only if its KKT
+    residuals are small (scaled stationarity < 1e-5, violation < 1e-8)."""
     n, d = problem.n, problem.d
     graph, c, radius = problem.graph, problem.c, problem.radius
 
@@ -43,11 +47,14 @@ def solve_reference(problem, x0: np.ndarray | None = None, tol: float = 1e-12, m
     cons = {"type": "ineq",
             "fun": lambda z: -_constraints(z.reshape(n, d), graph, c, radius)[0],
             "jac": lambda z: -_constraints(z.reshape(n, d), graph, c, radius)[1]}
-    z0 = np.zeros(n * d) if x0 is None else np.asarray(x0, dtype=float).ravel()
+    z0 = 1e-2 * np.random.default_rng(0).standard_normal(n * d) if x0 is None else np.asarray(x0, dtype=float).ravel()
     res = minimize(fun, z0, jac=jac, constraints=[cons], method="SLSQP", options={"ftol": tol, "maxiter": maxiter})
+    x = res.x.reshape(n, d)
     if not res.success:
-        raise RuntimeError(f"SLSQP did not converge: {res.message}")
-    return res.x.reshape(n, d)
+        kkt = kkt_residuals(problem, x)
+        if not (kkt["stationarity_rel"] < 1e-5 and kkt["violation"] < 1e-8):
+            raise RuntimeError(f"SLSQP did not converge: {res.message}; KKT residuals {kkt}")
+    return x
 
 
 def kkt_residuals(problem, x: np.ndarray, active_tol: float = 1e-6) -> dict[str, float]:
