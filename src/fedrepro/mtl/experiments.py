@@ -101,9 +101,14 @@ def _metrics_fn(inst: Instance):
     return fn
 
 
+def iterations(params: dict) -> int:
+    """T of a run: the configuration's T, capped by the scale's T_max (quick and smoke scales)."""
+    return int(min(params["T"], params.get("T_max") or params["T"]))
+
+
 def run_experiment(params: dict, experiment: str, progress=None, log=None) -> tuple[pd.DataFrame, dict]:
     """Every (trial, feedback, scheme) of one configuration.  Returns (tidy frame, facts for the sidecar)."""
-    T = int(params["T"])
+    T = iterations(params)
     steps = log_grid(T, int(params.get("n_log", 200)))
     schemes = list(params.get("schemes", SCHEMES))
     feedbacks = list(params.get("feedbacks", FEEDBACKS))
@@ -224,4 +229,25 @@ def summarize(curve: pd.DataFrame, tau: float, t_min: int = 100) -> pd.DataFrame
     if acc_diff:
         out["acc_diff_vs_vanilla"] = acc_diff
     out["gap_ratio_bandit_sample"] = fb_ratio
+    # C4.2 / C4.6 ordering, per (configuration, feedback) and pricing: Sign+TopK > Sign > TopK > 1
+    for c in CONVENTIONS:
+        col = "savings_" + c.removeprefix("bits_")
+        ok = {}
+        for key, g in out.groupby(["configuration", "feedback"]):
+            s = dict(zip(g.scheme, g[col]))
+            ok[key] = float(all(k in s for k in ("sign_topk", "sign", "topk"))
+                            and s["sign_topk"] > s["sign"] > s["topk"] > 1)
+        out["order_ok_" + c.removeprefix("bits_")] = [ok[(r.configuration, r.feedback)] for _, r in out.iterrows()]
     return out
+
+
+def figure_data(runs: pd.DataFrame, taus: dict[str, float], paper_savings: dict[str, float]) -> pd.DataFrame:
+    """The artifact's CSV: the plotted curves (row = 'curve') and the per-scheme summary (row = 'summary')
+    that the claims read.  `taus` maps configuration -> target gap τ."""
+    curve = curves(runs)
+    summ = pd.concat([summarize(curve[curve.configuration == c], taus[c]) for c in curve.configuration.unique()],
+                     ignore_index=True)
+    summ["paper_savings"] = summ.scheme.map(lambda s: paper_savings.get(s, 1.0 if s == "vanilla" else float("nan")))
+    curve.insert(0, "row", "curve")
+    summ.insert(0, "row", "summary")
+    return pd.concat([summ, curve], ignore_index=True)
