@@ -1,0 +1,21 @@
+"""Thesis ch. 4: decentralized multi-task stochastic optimization with compressed communication.
+
+Spec: shared/specs/thesis_ch4_ch5.md PART I.  Modules:
+
+- ``graph``        Erdős–Rényi topology, edge index arrays and the signed incidence matrix
+- ``projection``   projection onto the ball X and the shrunk set X~ (bandit feedback)
+- ``problems``     the QCQP (4.15) and the logistic regression (4.16) problems, pairwise constraints
+- ``zeroth_order`` the two-point estimator of Algorithm 3 (smoothing ζ)
+- ``algorithms``   Algorithm 2 (sample feedback), Algorithm 3 (bandit feedback), vanilla, batched over nodes
+- ``reference``    the SciPy reference solver of the deterministic problem and its KKT residuals
+- ``experiments``  Figs. 4.1 and 4.2: instances, the eight schemes, logging, bit savings
+"""
+
+from fedrepro.mtl.algorithms import RunResult, run_scheme
+from fedrepro.mtl.graph import Graph, erdos_renyi_connected
+from fedrepro.mtl.problems import LogisticProblem, QCQPProblem
+from fedrepro.mtl.projection import project_ball, project_shrunk
+from fedrepro.mtl.zeroth_order import sphere_directions, two_point_estimate
+
+__all__ = ["Graph", "LogisticProblem", "QCQPProblem", "RunResult", "erdos_renyi_connected", "project_ball",
+           "project_shrunk", "run_scheme", "sphere_directions", "two_point_estimate"]
