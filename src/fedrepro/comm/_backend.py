@@ -8,18 +8,28 @@ otherwise.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
-try:  # torch is a hard dependency of fedrepro, but the comm layer works without it
-    import torch
-except ImportError:  # pragma: no cover - exercised only in torch-less installs
-    torch = None  # type: ignore[assignment]
+
+class _LazyTorch:
+    """torch, imported on first use: numpy-only callers (most experiments) skip its 2-3 s import."""
+
+    def __getattr__(self, name: str) -> Any:
+        import torch as _torch
+
+        return getattr(_torch, name)
+
+
+torch = _LazyTorch()
 
 
 def is_torch(x: Any) -> bool:
-    return torch is not None and isinstance(x, torch.Tensor)
+    # A tensor can only exist once torch is imported, so an unimported torch means "not a tensor".
+    loaded = sys.modules.get("torch")
+    return loaded is not None and isinstance(x, loaded.Tensor)
 
 
 def check_input(x: Any) -> None:
