@@ -8,6 +8,7 @@ checksums happens afterwards, in fedrepro.data.acquire.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -105,7 +106,11 @@ def download_debian(package: str, version: str, filename: str, dest: Path, polic
     if shutil.which("apt-get") is None:
         raise SourceError("apt-get is not available (Debian/Ubuntu only); this registry source cannot be used here")
     cmd = ["apt-get", "download", "-q", "-o", f"Acquire::http::Timeout={int(policy.timeout_s)}",
-           "-o", f"Acquire::Retries={policy.retries}", f"{package}={version}"]
+           "-o", f"Acquire::Retries={policy.retries}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        # as root apt drops to the _apt user, who cannot write into our private 0700 work folder
+        cmd += ["-o", "APT::Sandbox::User=root"]
+    cmd.append(f"{package}={version}")
     try:
         res = _run(cmd, dest, timeout=max(120.0, 4 * policy.timeout_s * (policy.retries + 1)))
     except subprocess.TimeoutExpired:
