@@ -1,4 +1,8 @@
-"""Helpers for the data-layer tests: a loopback HTTP server (no internet) and synthetic registry entries."""
+"""Helpers and fixtures for the data-layer tests: a loopback HTTP server (no internet), synthetic registry entries.
+
+No conftest.py here on purpose: tests/conftest.py is imported as `conftest` by other tests, and a second
+conftest.py would shadow it.  Test modules import the fixtures they use from this module.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,9 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
+from fedrepro.data.download import HttpPolicy, reset_down_hosts
 from fedrepro.data.registry import Dataset
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,3 +115,17 @@ def url_dataset(base: str, files: dict, name: str = "toy", remote_checks: dict |
         "standin": {"generator": "digits_images", "params": {}, "keeps": "-", "differs": "-"},
     }
     return Dataset(name, entry)
+
+
+@pytest.fixture
+def server():
+    reset_down_hosts()
+    srv = LoopbackServer(Behaviour()).start()
+    yield srv
+    srv.stop()
+    reset_down_hosts()
+
+
+@pytest.fixture
+def fast_policy():
+    return HttpPolicy(timeout_s=0.5, retries=2, backoff_s=0.05)
