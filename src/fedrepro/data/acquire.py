@@ -70,6 +70,7 @@ def acquire(ds: Dataset, dest: str | Path, *, policy: HttpPolicy = HttpPolicy(),
 def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
     pins = read_pins(dest)
     files, attempts = {}, []
+    old = json.loads((dest / MANIFEST).read_text()).get("files", {}) if (dest / MANIFEST).exists() else {}
     # 1. what is already in place (a previous run, or files a user put there by hand) is re-verified
     for name, spec in ds.files.items():
         path = dest / name
@@ -89,7 +90,10 @@ def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
                 path.unlink()
                 continue
             pins[name] = info["sha256"]
-        files[name] = _record(path, info, "cache")
+        # keep where the bytes originally came from (same hash as recorded then), else say "cache"
+        prev = old.get(name, {})
+        origin = prev.get("source", "cache") if prev.get("sha256") == info["sha256"] else "cache"
+        files[name] = {**_record(path, info, origin), "cached": True}
     # 2. each source in order, for the files still missing
     for src in ds.sources:
         missing = [n for n in ds.files if n not in files]
