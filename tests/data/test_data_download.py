@@ -19,7 +19,8 @@ PAYLOAD = bytes(range(256)) * 4096          # 1 MiB
 
 def landed(dest):
     """Files a later rule could read (everything but the manifest, pins and hidden work folders)."""
-    return sorted(p.name for p in dest.iterdir() if not p.name.startswith(".") and p.name not in ("manifest.json", "pinned.sha256"))
+    return sorted(p.name for p in dest.iterdir()
+                  if not p.name.startswith(".") and p.name not in ("manifest.json", "pinned.sha256", "origins.json"))
 
 
 def test_good_file_lands_verified(server, fast_policy, tmp_path):
@@ -29,7 +30,8 @@ def test_good_file_lands_verified(server, fast_policy, tmp_path):
     assert m["status"] == "real" and m["files"]["a.bin"]["sha256"] == sha256(PAYLOAD)
     assert (tmp_path / "a.bin").read_bytes() == PAYLOAD
     assert not list(tmp_path.glob(".fetch-*"))
-    # a second run re-verifies the cached file and does not download again
+    # a second run re-verifies the cached file and does not download again (even without the old manifest)
+    (tmp_path / "manifest.json").unlink()
     m2 = acquire(ds, tmp_path, policy=fast_policy)
     assert m2["files"]["a.bin"]["cached"] and m2["files"]["a.bin"]["source"] == "loopback"
     assert server.beh.hits["a.bin"] == 1

@@ -24,6 +24,7 @@ log = logging.getLogger("fedrepro.data")
 
 MANIFEST = "manifest.json"
 VERIFIED_CACHE = "verified-local.json"
+ORIGINS = "origins.json"
 
 
 class DataUnavailable(RuntimeError):
@@ -70,7 +71,10 @@ def acquire(ds: Dataset, dest: str | Path, *, policy: HttpPolicy = HttpPolicy(),
 def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
     pins = read_pins(dest)
     files, attempts = {}, []
-    old = json.loads((dest / MANIFEST).read_text()).get("files", {}) if (dest / MANIFEST).exists() else {}
+    # Which source each verified file came from.  Not the manifest: Snakemake deletes a rule's outputs
+    # before rerunning it, and this record must outlive that.
+    origins_path = dest / ORIGINS
+    old = json.loads(origins_path.read_text()) if origins_path.exists() else {}
     # 1. what is already in place (a previous run, or files a user put there by hand) is re-verified
     for name, spec in ds.files.items():
         path = dest / name
@@ -129,6 +133,10 @@ def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
             shutil.rmtree(work, ignore_errors=True)
     if pins:
         write_pins(dest, {n: d for n, d in pins.items() if n in ds.files})
+    if files:
+        from fedrepro.io import write_json
+
+        write_json(origins_path, {n: {"sha256": r["sha256"], "source": r["source"]} for n, r in files.items()})
     missing = [n for n in ds.files if n not in files]
     return {"dataset": ds.name, "status": "unavailable" if missing else "real", "location": dest.as_posix(),
             "files": dict(sorted(files.items())), "missing": missing, "attempts": attempts}
