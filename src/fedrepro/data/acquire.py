@@ -1,0 +1,217 @@
+"""Get a dataset's verified files: cache, then sources in order; credentialed folders; the manifest.
+
+The manifest (results/downloads/<dataset>/manifest.json) is what later rules read: it says whether
+the real files are there (status "real") or not ("unavailable", with every attempt and its error),
+and lists each verified file with its path, size and hashes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from fedrepro.data.download import HttpPolicy
+from fedrepro.data.registry import Dataset
+from fedrepro.data.sources import FETCHERS, FetchContext
+from fedrepro.data.verify import (ChecksumMismatch, check, expected_with_pin, has_checksum, read_pins,
+                                  write_pins)
+
+log = logging.getLogger("fedrepro.data")
+
+MANIFEST = "manifest.json"
+VERIFIED_CACHE = "verified-local.json"
+ORIGINS = "origins.json"
+
+
+class DataUnavailable(RuntimeError):
+    """No source of a dataset worked and data.on_missing is `error`; the message says what to do."""
+
+
+def _sniff_ok(path: Path, name: str) -> str | None:
+    """Before pinning a file that has no published checksum, make sure it is at least the right kind of file."""
+    head = path.read_bytes()[:8] if path.stat().st_size < 1 << 20 else open(path, "rb").read(8)
+    low = name.lower()
+    if low.endswith((".gz", ".tgz")) and head[:2] != b"\x1f\x8b":
+        return "not gzip data"
+    if low.endswith(".zip") and head[:4] != b"PK\x03\x04":
+        return "not a zip archive"
+    if low.endswith(".tar"):
+        import tarfile
+
+        if not tarfile.is_tarfile(path):
+            return "not a tar archive"
+    if head[:1] == b"<" and b"html" in path.read_bytes()[:512].lower():
+        return "an HTML page, not data"
+    return None
+
+
+def _record(path: Path, info: dict, source: str) -> dict:
+    return {"path": path.as_posix(), "size": info["size"], "sha256": info["sha256"], "md5": info["md5"], "source": source}
+
+
+def acquire(ds: Dataset, dest: str | Path, *, policy: HttpPolicy = HttpPolicy(),
+            credentials: dict | None = None) -> dict:
+    """Make every file of `ds` present and verified; return the manifest (also written to dest/manifest.json)."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    if ds.credential:
+        manifest = _acquire_local(ds, dest, credentials or {})
+    else:
+        manifest = _acquire_download(ds, dest, policy)
+    from fedrepro.io import write_json
+
+    write_json(dest / MANIFEST, manifest)
+    return manifest
+
+
+def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
+    pins = read_pins(dest)
+    files, attempts = {}, []
+    # Which source each verified file came from.  Not the manifest: Snakemake deletes a rule's outputs
+    # before rerunning it, and this record must outlive that.
+    origins_path = dest / ORIGINS
+    old = json.loads(origins_path.read_text()) if origins_path.exists() else {}
+    # 1. what is already in place (a previous run, or files a user put there by hand) is re-verified
+    for name, spec in ds.files.items():
+        path = dest / name
+        if not path.exists():
+            continue
+        exp = expected_with_pin(spec, name, pins)
+        try:
+            info = check(path, exp, f"{ds.name}/{name}")
+        except ChecksumMismatch as exc:
+            log.warning("removing %s: %s", path, exc)
+            attempts.append({"source": "cache", "file": name, "error": str(exc) + " (file removed)"})
+            path.unlink()
+            continue
+        if not has_checksum(exp):
+            if (why := _sniff_ok(path, name)) is not None:
+                attempts.append({"source": "cache", "file": name, "error": f"{why} (file removed)"})
+                path.unlink()
+                continue
+            pins[name] = info["sha256"]
+        # keep where the bytes originally came from (same hash as recorded then), else say "cache"
+        prev = old.get(name, {})
+        origin = prev.get("source", "cache") if prev.get("sha256") == info["sha256"] else "cache"
+        files[name] = {**_record(path, info, origin), "cached": True}
+    # 2. each source in order, for the files still missing
+    for src in ds.sources:
+        missing = [n for n in ds.files if n not in files]
+        if not missing:
+            break
+        # a private folder beside the destination: same file system, so the final move is atomic
+        work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest))
+        try:
+            ctx = FetchContext(workdir=work, policy=policy)
+            got = FETCHERS[src["kind"]](src, missing, ctx)
+            attempts += ctx.errors
+            for name, tmp in got.items():
+                exp = expected_with_pin(ds.files[name], name, pins)
+                try:
+                    info = check(tmp, exp, f"{ds.name}/{name} from {src['name']}")
+                except ChecksumMismatch as exc:
+                    log.error("discarding %s from %s: %s", name, src["name"], exc)
+                    attempts.append({"source": src["name"], "file": name, "error": str(exc) + " (file discarded)"})
+                    tmp.unlink(missing_ok=True)
+                    continue
+                if not has_checksum(exp):
+                    if (why := _sniff_ok(tmp, name)) is not None:
+                        attempts.append({"source": src["name"], "file": name, "error": why + " (file discarded)"})
+                        tmp.unlink(missing_ok=True)
+                        continue
+                    pins[name] = info["sha256"]
+                    log.info("pinned sha256 %s for %s (no published checksum)", info["sha256"], name)
+                final = dest / name
+                final.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(tmp, final)          # only now does the file appear where rules read
+                files[name] = _record(final, info, src["name"])
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    if pins:
+        write_pins(dest, {n: d for n, d in pins.items() if n in ds.files})
+    if files:
+        from fedrepro.io import write_json
+
+        write_json(origins_path, {n: {"sha256": r["sha256"], "source": r["source"]} for n, r in files.items()})
+    missing = [n for n in ds.files if n not in files]
+    return {"dataset": ds.name, "status": "unavailable" if missing else "real", "location": dest.as_posix(),
+            "files": dict(sorted(files.items())), "missing": missing, "attempts": attempts}
+
+
+def _acquire_local(ds: Dataset, dest: Path, credentials: dict) -> dict:
+    """Credentialed data: verified where the user keeps it (never copied: licences forbid redistribution)."""
+    key = ds.credential["key"]
+    folder = credentials.get(key)
+    base = {"dataset": ds.name, "credential_key": f"data.credentials.{key}", "files": {}, "missing": list(ds.files)}
+    if not folder:
+        return {**base, "status": "unavailable", "location": None,
+                "attempts": [{"source": "user-folder", "file": "*", "error": credential_message(ds, None)}]}
+    folder = Path(folder).expanduser()
+    absent = [n for n in ds.files if not (folder / n).is_file()]
+    if absent:
+        return {**base, "status": "unavailable", "location": folder.as_posix(), "missing": absent,
+                "attempts": [{"source": "user-folder", "file": ", ".join(absent),
+                              "error": credential_message(ds, folder, absent)}]}
+    pins = read_pins(dest)
+    cache_path = dest / VERIFIED_CACHE
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    files, attempts = {}, []
+    for name, spec in ds.files.items():
+        path = folder / name
+        st = path.stat()
+        exp = expected_with_pin(spec, name, pins)
+        stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "expected": exp}
+        hit = cache.get(path.as_posix())
+        if hit and hit["stamp"] == stamp:
+            # hashing ~150 GB of ImageNet again only because a rule reran is pointless; size, mtime and the
+            # expected hashes are unchanged since the last full verification
+            info = hit["info"]
+        else:
+            try:
+                info = check(path, exp, f"{ds.name}: {path}")
+            except ChecksumMismatch as exc:
+                attempts.append({"source": "user-folder", "file": name, "error": str(exc)})
+                continue
+            cache[path.as_posix()] = {"stamp": stamp, "info": info}
+        if not has_checksum(exp):
+            pins[name] = info["sha256"]
+        files[name] = _record(path, info, "user-folder")
+    from fedrepro.io import write_json
+
+    write_json(cache_path, cache)
+    if pins:
+        write_pins(dest, pins)
+    missing = [n for n in ds.files if n not in files]
+    return {**base, "status": "unavailable" if missing else "real", "location": folder.as_posix(),
+            "files": files, "missing": missing, "attempts": attempts}
+
+
+def credential_message(ds: Dataset, folder: Path | None, absent=None) -> str:
+    cred = ds.credential
+    key = f"data.credentials.{cred['key']}"
+    if folder is None:
+        head = f"{ds.name} is credentialed and {key} is not set."
+    else:
+        head = f"{ds.name}: {key} = {folder} lacks {', '.join(absent or [])}."
+    return (f"{head} Obtain {cred['obtain']}. Then set {key} in config/config.yaml "
+            f"to {cred['folder']}.")
+
+
+def unavailable_message(ds: Dataset, manifest: dict) -> str:
+    """The error text for data.on_missing: error: every attempt, then what to do."""
+    lines = [f"dataset {ds.name!r} ({ds.entry['title']}) is not available and data.on_missing is 'error'."]
+    for a in manifest.get("attempts", []):
+        lines.append(f"  - {a['source']} [{a['file']}]: {a['error']}")
+    if ds.credential:
+        lines.append("What to do: " + credential_message(ds, None if not manifest.get("location") else Path(manifest["location"]),
+                                                        manifest.get("missing")))
+    else:
+        lines.append(f"What to do: run with access to one of the sources above, or put the files "
+                     f"{', '.join(manifest.get('missing', []))} into results/downloads/{ds.name}/ (they are verified "
+                     f"against config/datasets.yaml), or set data.on_missing: standin in config/config.yaml to use "
+                     f"the declared stand-in ({ds.standin['generator']}).")
+    return "\n".join(lines)

@@ -1,0 +1,20 @@
+"""Prepare one dataset: real arrays from the verified files, or the declared stand-in, with a sidecar."""
+
+import json
+from pathlib import Path
+
+from fedrepro.data.download import HttpPolicy
+from fedrepro.data.prepare import prepare
+from fedrepro.data.registry import load_registry
+from fedrepro.pipeline import rule_run
+
+sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
+with rule_run(sm) as run:
+    ds = load_registry(".")[sm.wildcards.dataset]
+    manifest = json.loads(Path(sm.input.manifest).read_text())
+    result = prepare(ds, manifest, Path(sm.output.npz).parent, on_missing=sm.params.cfg["on_missing"],
+                     downloads_dir=Path(sm.input.manifest).parent, policy=HttpPolicy.from_config(sm.config["data"]))
+    if result.status == "stand-in":
+        run.log.warning("%s is a STAND-IN (%s): %s", ds.name, ds.standin["generator"], ds.standin["differs"])
+    run.sidecars([sm.output.npz], inputs=[sm.input.manifest], config=dict(sm.params.cfg),
+                 data={ds.name: result.status}, extra=result.extra)
