@@ -16,6 +16,7 @@ ROOT = Path(workflow.main_snakefile).resolve().parent
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/thesis.smk"
+include: "workflow/rules/gcca.smk"
 include: "workflow/rules/render.smk"
 
 
