@@ -167,8 +167,10 @@ cv = data[data.kind == "curve"]
 fin = data[data.kind == "final"]
 v_star = float(cv.v_star.iloc[0])
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-for (variant, method, batch), c in cv.groupby(["variant", "method", "batch"]):
-    c = c.sort_values("step")
+order = cv.drop_duplicates("variant").sort_values(["method", "batch"]).variant.tolist()
+for variant in order:
+    c = cv[cv.variant == variant].sort_values("step")
+    method, batch = c.method.iloc[0], int(c.batch.iloc[0])
     name = "AltMaxVar (full gradient)" if method == "altmaxvar" else (
         "CuteMaxVar, full gradient" if batch >= c.batch.max() and variant.endswith("full") else f"CuteMaxVar, batch {batch}")
     axes[0].plot(c.bpv, c.objective, label=name)
@@ -222,7 +224,8 @@ for (variant, q), c in cv.groupby(["variant", "q"], sort=False):
 for ax, xl in zip(axes, ("bits per variable (BPV)", "iteration + 1")):
     ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
     ax.axhline(fin.level.iloc[0], color="grey", lw=0.8, ls="--", label="common level")
-    ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f")
+    ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f",
+           ylim=(0.97 * v_star, 1.3 * float(cv[cv.q == 32].objective.max())))  # q = 2 diverges off the top
 axes[1].legend(fontsize=8)
 fig.suptitle(f"{label or 'Fig. 8'} (density ≈ {fin.density.iloc[0]:.4f})")
 save_figure(fig, outputs["pdf"], outputs["png"])
