@@ -1,0 +1,132 @@
+"""One engine for Algorithm 1 (CuteMaxVar, spec §3.5); AltMaxVar is the same loop with the identity compressor.
+
+Every message goes through ``fedrepro.comm``: the uplink M̂_i and downlink Ĝ are ``TrackedCopy``
+error-feedback copies (x̂ <- x̂ + C(x - x̂)), the initial round is sent with ``Identity`` (the only
+full-precision exchange), and every message is recorded in a ``BitLedger`` (step 0 = initial round).
+BPV and bits are read back from the ledger, never computed from a formula.
+
+Per outer iteration r = 0..R-1:
+  nodes:  T (S)GD steps on 1/2 ||X_i Q_i - Ĝ||^2 from Q_i^(r) with step 1/lambda_max(X_i^T X_i)
+          (minibatch: (J/B) X_F^T (X_F Q - Ĝ_F), F uniform without replacement; full: X^T X Q - X^T Ĝ);
+          M_i = X_i Q_i; send C(M_i - M̂_i)
+  server: Y = sum_i (C_J) M̂_i + prox_weight G^(r); G^(r+1) = polar(Y); broadcast C(G^(r+1) - Ĝ)
+  log:    f^(r+1) = sum_i 1/2 ||M_i - G^(r+1)||^2 (exact M_i and G, spec §4.1)
+Wall clock (spec §4.10, A-16): t^(r) = (node phase)/I + server phase.  The node phase is one batched
+computation over the I simulated nodes, so its duration divided by I is the mean per-node time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
+from fedrepro.comm.conventions import gcca_bpv_from_ledger
+from fedrepro.gcca.objective import maxvar_objective, polar
+from fedrepro.gcca.views import _Views, sample_rows
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    K: int
+    R: int
+    T: int = 10
+    batch: int | None = None  # SGD minibatch size; None (or >= J): full gradient
+    q: int | None = None  # bits per entry of CuteMaxVar's compressor; None: AltMaxVar (identity, 32 bits)
+    prox_weight: float = 0.0  # 1/alpha_G of the proximal G-step (eq. 15); 0 = the authors' code (A-1)
+    center: bool = False  # apply C_J in the G-step (deep only, A-2)
+    record: tuple[int, ...] | None = None  # steps at which f is evaluated (None: every step 0..R)
+
+    @property
+    def method(self) -> str:
+        return "altmaxvar" if self.q is None else "cutemaxvar"
+
+
+@dataclass
+class RunResult:
+    steps: np.ndarray  # recorded steps (0 = initialization)
+    objective: np.ndarray  # f at those steps
+    time: np.ndarray  # cumulative simulated-parallel wall clock (s) at those steps
+    time_max_node: np.ndarray  # cumulative max-node variant (batched: equals the mean, see module doc)
+    bits_up: np.ndarray  # cumulative uplink bits, all nodes
+    bits_down: np.ndarray  # cumulative downlink bits, all nodes (a broadcast counts once per receiver)
+    bpv: np.ndarray  # BPV of one node's uplink (value + sign bits per entry, cumulative)
+    Q: np.ndarray
+    G: np.ndarray
+    Ghat: np.ndarray
+    ledger: BitLedger = field(repr=False)
+
+
+def _center(Y: np.ndarray) -> np.ndarray:
+    return Y - Y.mean(axis=-2, keepdims=True)
+
+
+def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.random.Generator,
+               rng_comp: np.random.Generator) -> RunResult:
+    """Run Algorithm 1 from Q_i^(0) = Q0 (I, N, K); G^(0) = polar(sum_i M̂_i^(0)) (A-5, A-19)."""
+    I, J, K = views.I, views.J, cfg.K
+    identity = get_compressor("identity")
+    comp = identity if cfg.q is None else get_compressor("cutemaxvar", q=cfg.q)
+    full = cfg.batch is None or cfg.batch >= J
+    alpha = (1.0 / views.lambda_max)[:, None, None]
+    record = np.arange(cfg.R + 1) if cfg.record is None else np.unique(np.clip(np.asarray(cfg.record), 0, cfg.R))
+    want = np.zeros(cfg.R + 1, dtype=bool)
+    want[record] = True
+
+    up = TrackedCopy(comp)  # M̂_i, (I, J, K)
+    down = TrackedCopy(comp, batched=False)  # Ĝ, (J, K)
+    ledger = BitLedger(I)
+    Q = np.array(Q0, dtype=np.float64, copy=True)
+
+    t0 = time.perf_counter()
+    M = views.apply(Q)
+    ledger.record("up", up.update(M, rng_comp, compressor=identity), step=0)
+    t1 = time.perf_counter()
+    Y = up.value.sum(axis=0)
+    G = polar(_center(Y) if cfg.center else Y)
+    ledger.record("down", down.update(G, rng_comp, compressor=identity), step=0)
+    t2 = time.perf_counter()
+    clock = (t1 - t0) / I + (t2 - t1)
+    clock_max = clock
+
+    objective, times, times_max = [], [], []
+    if want[0]:
+        objective.append(maxvar_objective(M, G)); times.append(clock); times_max.append(clock_max)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for r in range(cfg.R):
+            t0 = time.perf_counter()
+            Ghat = down.value
+            if full:
+                XtG = views.xt(Ghat)
+                for _ in range(cfg.T):
+                    Q -= alpha * views.full_gradient(Q, XtG)
+            else:
+                for _ in range(cfg.T):
+                    rows = sample_rows(rng_sgd, I, J, cfg.batch)
+                    Q -= alpha * views.batch_gradient(rows, Q, Ghat)
+            M = views.apply(Q)
+            msg_up = up.update(M, rng_comp)
+            t1 = time.perf_counter()
+            Y = up.value.sum(axis=0)
+            if cfg.center:
+                Y = _center(Y)
+            if cfg.prox_weight:
+                Y = Y + cfg.prox_weight * G
+            G = polar(Y)
+            msg_down = down.update(G, rng_comp)
+            t2 = time.perf_counter()
+            ledger.record("up", msg_up, step=r + 1)
+            ledger.record("down", msg_down, step=r + 1)
+            clock += (t1 - t0) / I + (t2 - t1)
+            clock_max += (t1 - t0) / I + (t2 - t1)
+            if want[r + 1]:
+                objective.append(maxvar_objective(M, G)); times.append(clock); times_max.append(clock_max)
+
+    _, up_bits = ledger.cumulative("up")
+    _, down_bits = ledger.cumulative("down")
+    _, bpv = gcca_bpv_from_ledger(ledger, J * K, "up", node=0)
+    return RunResult(steps=record, objective=np.array(objective), time=np.array(times),
+                     time_max_node=np.array(times_max), bits_up=up_bits[record], bits_down=down_bits[record],
+                     bpv=bpv[record], Q=Q, G=G, Ghat=down.value, ledger=ledger)

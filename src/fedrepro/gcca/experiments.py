@@ -1,0 +1,110 @@
+"""The runs behind Figs. 3-8 and Table I (spec §5.1-§5.6): tidy long rows, one per (trial, variant, step, metric).
+
+Parameters (the registry's resolved configuration):
+  J, N, D, K, I (or I_values: a list, Fig. 7), nu, K_tilde, T, R, trials, sparse (bool) with d_Z, d_A, d_E,
+  record ("all": every step; "log": every step up to 300, then 80 log-spaced steps),
+  variants: [{label, q (null: AltMaxVar), batch (null: full gradient), start (warm|randn)}].
+Streams (fedrepro.runtime.rng_stream): data  (seed, experiment, trial[, I], "data"),
+  random start (seed, experiment, trial[, I], "init"), per variant (..., label, "sgd" | "compressor").
+Rows: variant, method, start, q (32 for AltMaxVar), batch (J = full gradient), I, seed (= trial), step,
+metric (objective | time | bpv), value, bits_up, bits_down (cumulative, all nodes); plus per-trial
+reference rows (variant "reference", metrics v_star, mvlsa, density, lambda_K, lambda_K1) at step 0.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from fedrepro.gcca.engine import EngineConfig, run_maxvar
+from fedrepro.gcca.generators import dense_views, sparse_views
+from fedrepro.gcca.mvlsa import mvlsa
+from fedrepro.gcca.optimum import optimum
+from fedrepro.runtime import rng_stream
+
+COLUMNS = ["variant", "method", "start", "q", "batch", "I", "seed", "step", "metric", "value", "bits_up", "bits_down"]
+
+
+def record_steps(R: int, mode: str) -> tuple[int, ...] | None:
+    if mode == "all":
+        return None
+    if mode != "log":
+        raise ValueError(f"record must be 'all' or 'log'; got {mode!r}")
+    dense = np.arange(min(R, 300) + 1)
+    tail = np.unique(np.round(np.geomspace(300, R, 80)).astype(int)) if R > 300 else np.array([], dtype=int)
+    return tuple(int(s) for s in np.unique(np.concatenate([dense, tail, [R]])))
+
+
+def _views(p: dict, rng: np.random.Generator, I: int):
+    if p.get("sparse"):
+        return sparse_views(rng, p["J"], p["N"], p["D"], I, p["nu"], d_Z=p["d_Z"], d_A=p["d_A"], d_E=p["d_E"])
+    return dense_views(rng, p["J"], p["N"], p["D"], I, p["nu"])
+
+
+def run_experiment(experiment: str, p: dict, progress: Callable | None = None) -> pd.DataFrame:
+    seed = int(p["seed"])
+    I_values = p.get("I_values") or [p["I"]]
+    record = record_steps(int(p["R"]), p.get("record", "all"))
+    jobs = [(t, I) for t in range(int(p["trials"])) for I in I_values]
+    frames = []
+    for trial, I in (progress(jobs) if progress else jobs):
+        key = (seed, experiment, trial) + ((I,) if p.get("I_values") else ())
+        views = _views(p, rng_stream(*key, "data"), I)
+        K = int(p["K"])
+        opt = optimum(views, K)
+        warm = mvlsa(views, K, int(p["K_tilde"]))
+        ref = {"v_star": opt.v_star, "mvlsa": warm.cost, "lambda_K": opt.eigenvalues[K - 1]}
+        if len(opt.eigenvalues) > K:
+            ref["lambda_K1"] = opt.eigenvalues[K]
+        if p.get("sparse"):
+            ref["density"] = float(views.density.mean())
+        frames.append(pd.DataFrame({"variant": "reference", "method": "reference", "start": "", "q": 0, "batch": 0,
+                                    "I": I, "seed": trial, "step": 0, "metric": list(ref), "value": list(ref.values()),
+                                    "bits_up": 0, "bits_down": 0}))
+        randn = rng_stream(*key, "init").standard_normal((I, views.N, K))
+        for v in p["variants"]:
+            batch = v.get("batch")
+            cfg = EngineConfig(K=K, R=int(p["R"]), T=int(p["T"]), batch=batch, q=v.get("q"),
+                               prox_weight=float(p.get("prox_weight", 0.0)), record=record)
+            Q0 = warm.Q if v.get("start", "warm") == "warm" else randn
+            res = run_maxvar(views, Q0, cfg, rng_stream(*key, v["label"], "sgd"), rng_stream(*key, v["label"], "compressor"))
+            n = len(res.steps)
+            base = {"variant": v["label"], "method": cfg.method, "start": v.get("start", "warm"),
+                    "q": 32 if cfg.q is None else cfg.q, "batch": views.J if batch is None else min(batch, views.J),
+                    "I": I, "seed": trial}
+            for metric, values in (("objective", res.objective), ("time", res.time), ("bpv", res.bpv)):
+                frames.append(pd.DataFrame({**base, "step": res.steps, "metric": [metric] * n, "value": values,
+                                            "bits_up": res.bits_up, "bits_down": res.bits_down}))
+    return pd.concat(frames, ignore_index=True)[COLUMNS]
+
+
+# ---- analysis helpers shared by the notebooks ---------------------------------------------------------------
+
+
+def mean_curves(runs: pd.DataFrame, by: list[str], metric: str = "objective") -> pd.DataFrame:
+    """Trial-averaged curves (spec §4.1: arithmetic means over trials at each iteration)."""
+    sel = runs[runs.metric == metric]
+    out = sel.groupby(by + ["step"], as_index=False).agg(value=("value", "mean"), bits_up=("bits_up", "mean"),
+                                                          bits_down=("bits_down", "mean"))
+    return out.rename(columns={"value": metric})
+
+
+def reference(runs: pd.DataFrame, metric: str, by: list[str] | None = None):
+    sel = runs[(runs.variant == "reference") & (runs.metric == metric)]
+    return sel.groupby(by)["value"].mean() if by else float(sel["value"].mean())
+
+
+def iterations_to_level(curve: np.ndarray, steps: np.ndarray, level: float) -> float:
+    """R of spec §4.3: 1-based index of the first entry of [f(0), f(1), ...] strictly below the level (NaN: never).
+
+    The curve must be recorded at every step from 0 up to the crossing (checked)."""
+    from fedrepro.comm.conventions import gcca_iterations_to_level
+
+    R = gcca_iterations_to_level(curve, level)
+    if R is None:
+        return float("nan")
+    if not np.array_equal(steps[:R], np.arange(R)):
+        raise ValueError("the curve is not recorded at every step before its crossing")
+    return float(R)

@@ -1,0 +1,118 @@
+"""The I private views of one problem, dense or sparse, with the per-view operations the nodes run.
+
+Every view has the same feature dimension N in the paper's experiments, so the per-view transforms
+are one (I, N, K) array.  Dense views are one (I, J, N) array and every node operation is a batched
+matmul (no loop over views); sparse views are a list of CSR matrices (one sparse product per view).
+Each view's Gram matrix X_i^T X_i (N x N) and its eigensystem are computed once: they give the step
+size 1/lambda_max (spec §3.1.3), the full gradient X^T X Q - X^T G in O(N^2 K), MVLSA's truncated
+SVD (§3.2) and the pseudo-inverse for v* (§3.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+RANK_CUTOFF = 1e-10  # relative eigenvalue cut-off of the pseudo-inverse (spec §3.3)
+
+
+def sample_rows(rng: np.random.Generator, n_views: int, J: int, batch: int) -> np.ndarray:
+    """(I, batch) row indices, uniform without replacement, drawn independently per view (spec §3.1.3)."""
+    keys = rng.random((n_views, J))
+    if batch >= J:
+        return np.tile(np.arange(J), (n_views, 1))
+    return np.argpartition(keys, batch, axis=1)[:, :batch]
+
+
+@dataclass
+class _Views:
+    J: int
+    N: int
+    I: int
+    gram: np.ndarray = field(repr=False)  # (I, N, N)
+    lam: np.ndarray = field(init=False, repr=False)  # (I, N) ascending eigenvalues of X_i^T X_i
+    V: np.ndarray = field(init=False, repr=False)  # (I, N, N) eigenvectors
+
+    def __post_init__(self):
+        self.lam, self.V = np.linalg.eigh(self.gram)
+        self.lam = np.maximum(self.lam, 0.0)
+
+    @property
+    def lambda_max(self) -> np.ndarray:
+        """lambda_max(X_i^T X_i) = sigma_1(X_i)^2 per view: the constant step is its inverse."""
+        return self.lam[:, -1]
+
+    def full_gradient_setup(self, G: np.ndarray) -> np.ndarray:
+        """X_i^T G for every view (I, N, K): fixed during one outer iteration's T steps."""
+        return self.xt(G)
+
+    def full_gradient(self, Q: np.ndarray, XtG: np.ndarray) -> np.ndarray:
+        """X_i^T (X_i Q_i - G) = (X_i^T X_i) Q_i - X_i^T G, batched (I, N, K)."""
+        return self.gram @ Q - XtG
+
+    def pinv_apply(self, W: np.ndarray) -> np.ndarray:
+        """(X_i^T X_i)^+ W_i per view, with the relative cut-off (W: (I, N, K))."""
+        inv = np.where(self.lam > RANK_CUTOFF * self.lam[:, -1:], 1.0 / np.where(self.lam > 0, self.lam, 1.0), 0.0)
+        return self.V @ (inv[..., None] * (np.swapaxes(self.V, 1, 2) @ W))
+
+
+class DenseViews(_Views):
+    """X: (I, J, N) float64 (column-centred by the generator for the dense experiments, spec A-2)."""
+
+    def __init__(self, X: np.ndarray):
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        self.X = X
+        I, J, N = X.shape
+        super().__init__(J=J, N=N, I=I, gram=np.swapaxes(X, 1, 2) @ X)
+
+    def apply(self, Q: np.ndarray) -> np.ndarray:
+        """M_i = X_i Q_i, (I, J, K)."""
+        return self.X @ Q
+
+    def xt(self, G: np.ndarray) -> np.ndarray:
+        """X_i^T G per view for one shared G (J, K) -> (I, N, K); or per view for G (I, J, K)."""
+        return np.swapaxes(self.X, 1, 2) @ G
+
+    def batch_gradient(self, rows: np.ndarray, Q: np.ndarray, Ghat: np.ndarray) -> np.ndarray:
+        """(J/B) X_F^T (X_F Q - Ghat_F) per view with its own rows F (I, B): unbiased (spec §3.1.3)."""
+        B = rows.shape[1]
+        XF = self.X[np.arange(self.I)[:, None], rows]  # (I, B, N)
+        resid = XF @ Q - Ghat[rows]  # (I, B, K)
+        return (self.J / B) * (np.swapaxes(XF, 1, 2) @ resid)
+
+
+class SparseViews(_Views):
+    """A list of I scipy.sparse matrices (J, N), not centred (spec A-2)."""
+
+    def __init__(self, Xs: list):
+        Xs = [sp.csr_matrix(x, dtype=np.float64) for x in Xs]
+        shapes = {x.shape for x in Xs}
+        if len(shapes) != 1:
+            raise ValueError(f"every view must have the same shape (J, N); got {sorted(shapes)}")
+        J, N = Xs[0].shape
+        self.Xs = Xs
+        self.XTs = [x.T.tocsr() for x in Xs]
+        gram = np.stack([(xt @ x).toarray() for x, xt in zip(Xs, self.XTs)])
+        super().__init__(J=J, N=N, I=len(Xs), gram=gram)
+
+    @property
+    def density(self) -> np.ndarray:
+        return np.array([x.nnz / (self.J * self.N) for x in self.Xs])
+
+    def apply(self, Q: np.ndarray) -> np.ndarray:
+        return np.stack([x @ q for x, q in zip(self.Xs, Q)])
+
+    def xt(self, G: np.ndarray) -> np.ndarray:
+        if G.ndim == 2:
+            return np.stack([xt @ G for xt in self.XTs])
+        return np.stack([xt @ g for xt, g in zip(self.XTs, G)])
+
+    def batch_gradient(self, rows: np.ndarray, Q: np.ndarray, Ghat: np.ndarray) -> np.ndarray:
+        B = rows.shape[1]
+        out = np.empty((self.I, self.N, Q.shape[2]))
+        for i, (x, r) in enumerate(zip(self.Xs, rows)):  # one sparse row slice per view (no batched sparse op)
+            XF = x[r]
+            out[i] = XF.T @ (XF @ Q[i] - Ghat[r])
+        return (self.J / B) * out
