@@ -108,5 +108,5 @@ def make_threshold(spec: dict | None, iters_per_epoch: int = 1, scale: float = 1
         return PiecewiseEpochThreshold(c0=float(spec["c0"]) * scale, step=float(spec["step"]) * scale,
                                        every_epochs=float(spec["every_epochs"]), n_steps=int(spec["n_steps"]),
                                        iters_per_epoch=int(iters_per_epoch),
-                                       cap_inv_lr=None if cap is None else float(cap))
+                                       cap_inv_lr=None if cap is None else float(cap) * scale)
     raise ValueError(f"trigger kind must be none, constant, sqrt_step or piecewise_epoch; got {kind!r}")
