@@ -156,9 +156,9 @@ class DecentralEngine:
         corr = (eta_prev / eta) if cfg.lr_correction else 1.0
         self.V.mul_(cfg.beta * corr).add_(G)
         if cfg.nesterov:
-            Xh = self.X - eta * (cfg.beta * self.V + G)
+            Xh = self.X.add(torch.add(G, self.V, alpha=cfg.beta), alpha=-eta)
         else:
-            Xh = self.X - eta * self.V
+            Xh = self.X.add(self.V, alpha=-eta)
         info = {"t": t, "eta": eta, "sync": False}
         if (t + 1) % cfg.H == 0:
             info.update(self._sync(Xh, t, eta))
@@ -178,7 +178,7 @@ class DecentralEngine:
         fire = trigger_mask(sq.cpu().numpy(), c_t, eta, self.first_sync, cfg.force_first)
         self.first_sync = False
         step_bits = np.zeros(self.n, dtype=np.int64)
-        X = Xh.clone()
+        X = Xh                      # a fresh tensor: updated in place segment by segment after its message
         any_fire = bool(fire.any())
         for i, (c, (a, b)) in enumerate(zip(self.copies, self.segments)):
             if c.value is None:
