@@ -27,8 +27,8 @@ METHOD_LABELS = {"squarm": "SQuARM-SGD", "squarm_noet": "SQuARM-SGD (Sign-TopK),
 CONVENTIONS = ("B32", "B64idx", "Blog")
 
 
-def _torch_gen(seed: int, *keys) -> torch.Generator:
-    g = torch.Generator()
+def _torch_gen(seed: int, *keys, device: str | torch.device = "cpu") -> torch.Generator:
+    g = torch.Generator(device=device)
     g.manual_seed(int(rng_stream(seed, *keys).integers(2**62)))
     return g
 
@@ -89,28 +89,29 @@ class TorchTask:
     """A torch module on image data, n nodes batched with torch.func (fedrepro.models.StackedModel)."""
 
     def __init__(self, module, split, n: int, partition: str, batch: int, seed: int, train_eval: int = 2000,
-                 test_eval: int | None = None, augment: bool = False):
+                 test_eval: int | None = None, augment: bool = False, device: str = "cpu"):
         from fedrepro.data import node_split
         from fedrepro.models.stacked import StackedModel
 
-        self.model = StackedModel(module, n)
-        self.x = torch.as_tensor(split.x_train, dtype=torch.float32)
-        self.y = torch.as_tensor(split.y_train, dtype=torch.long)
+        self.device = torch.device(device)
+        self.model = StackedModel(module, n, device=self.device)
+        self.x = torch.as_tensor(split.x_train, dtype=torch.float32, device=self.device)
+        self.y = torch.as_tensor(split.y_train, dtype=torch.long, device=self.device)
         mean = self.x.mean(dim=(0, 2, 3), keepdim=True)
         std = self.x.std(dim=(0, 2, 3), keepdim=True) + 1e-6
         self.x = (self.x - mean) / std                                  # per-channel normalization (A-42)
-        self.xt = (torch.as_tensor(split.x_test, dtype=torch.float32) - mean) / std
-        self.yt = torch.as_tensor(split.y_test, dtype=torch.long)
+        self.xt = (torch.as_tensor(split.x_test, dtype=torch.float32, device=self.device) - mean) / std
+        self.yt = torch.as_tensor(split.y_test, dtype=torch.long, device=self.device)
         if test_eval:
             self.xt, self.yt = self.xt[:test_eval], self.yt[:test_eval]
         parts = node_split(split.y_train, n, partition, rng_stream(seed, "decentral", "partition"))
         m = min(len(p) for p in parts)
         self.shards = np.stack([p[:m] for p in parts])
-        self.gen = _torch_gen(seed, "decentral", "minibatch")
+        self.gen = _torch_gen(seed, "decentral", "minibatch")                       # CPU: indices, augmentation draws
         self.sampler = Sampler(self.shards, batch, self.gen)
         self.augment = augment
-        ev = rng_stream(seed, "decentral", "train_eval").choice(len(self.y), size=min(train_eval, len(self.y)),
-                                                               replace=False)
+        ev = torch.as_tensor(rng_stream(seed, "decentral", "train_eval").choice(
+            len(self.y), size=min(train_eval, len(self.y)), replace=False), device=self.device)
         self.xe, self.ye = self.x[ev], self.y[ev]
         self.n, self.d = n, self.model.d
         self.segments = self.model.segments
@@ -121,13 +122,13 @@ class TorchTask:
     def _augment(self, xb: torch.Tensor) -> torch.Tensor:
         """Random horizontal flip and a random shift of up to 4 pixels (A-42), one draw per image."""
         n, b = xb.shape[:2]
-        flip = torch.rand(n, b, 1, 1, 1, generator=self.gen) < 0.5
+        flip = (torch.rand(n, b, 1, 1, 1, generator=self.gen) < 0.5).to(xb.device)
         xb = torch.where(flip, xb.flip(-1), xb)
         sx, sy = (int(v) for v in torch.randint(-4, 5, (2,), generator=self.gen))
         return torch.roll(xb, shifts=(sx, sy), dims=(-2, -1))
 
     def grad(self, X: torch.Tensor, t: int) -> torch.Tensor:
-        idx = self.sampler()
+        idx = self.sampler().to(self.device)
         xb = self.x[idx]
         if self.augment:
             xb = self._augment(xb)
@@ -153,8 +154,9 @@ def build_engine(params: dict, method: str, task, seed: int, gamma: float | None
                         lr_correction=bool(params.get("lr_correction", True)))
     thr = make_threshold(params.get("trigger"), ipe, scale=threshold_scale * float(params.get("trigger_scale", 1.0))) \
         if method == "squarm" else None
-    return DecentralEngine(topo.W, task.x0(), cfg, make_lr(params["lr"], ipe), thr, segments=task.segments,
-                           generator=_torch_gen(seed, "decentral", method, "compressor"))
+    x0 = task.x0()
+    return DecentralEngine(topo.W, x0, cfg, make_lr(params["lr"], ipe), thr, segments=task.segments,
+                           generator=_torch_gen(seed, "decentral", method, "compressor", device=x0.device))
 
 
 def tune_gamma(params: dict, method: str, make_task, seed: int, log=print) -> tuple[float, dict]:
@@ -279,7 +281,7 @@ def make_task_factory(params: dict, data_path: str, device: str = "cpu"):
                               depth_blocks=int(params.get("depth_blocks", 3)))
             return TorchTask(module, split, int(params["n"]), params.get("partition", "iid"), int(params["batch"]), seed,
                              train_eval=int(params.get("train_eval") or 2000), test_eval=params.get("test_eval"),
-                             augment=bool(params.get("augment", False)))
+                             augment=bool(params.get("augment", False)), device=device)
         return make, split.status, {"n_train": len(split.y_train)}
     raise ValueError(f"unknown model {model!r}")
 
