@@ -1,0 +1,17 @@
+"""Decentralized training with compressed, event-triggered gossip: SQuARM-SGD (thesis ch. 3, Algorithm 1).
+
+One engine (`engine.DecentralEngine`) runs every method of the chapter as a setting:
+SQuARM-SGD (H local momentum steps, event trigger with threshold c_t, compressed x̂ copies, consensus γ),
+CHOCO-SGD (H = 1, c = 0) and vanilla decentralized SGD (identity compressor, γ = 1).  All n nodes are one
+stacked parameter matrix X of shape (n, d); the gradient oracle is batched over nodes.
+
+Modules: topology (graphs, mixing matrices, spectral gap), schedules (learning rate, trigger threshold),
+trigger, engine, linkmodel (100 Kbps airtime / wall clock), metrics (bits/rounds/time to target),
+experiments (the Fig. 3.1-3.4 runs).
+"""
+
+from fedrepro.decentral.engine import DecentralEngine, EngineConfig, method_config
+from fedrepro.decentral.topology import Topology, complete, erdos_renyi, make_topology, ring, spectral_gap, torus
+
+__all__ = ["DecentralEngine", "EngineConfig", "method_config", "Topology", "complete", "erdos_renyi",
+           "make_topology", "ring", "spectral_gap", "torus"]

@@ -1,0 +1,316 @@
+"""The runs behind thesis Figs. 3.1-3.4: one method of one experiment, logged every `eval_every` iterations.
+
+`run_method(params, method, seed, task)` -> tidy rows (one per eval point and metric) with the cumulative bits
+(network total under B32 = the compressors' measured payload, re-priced as B64idx and Blog from the ledger),
+per-node bits, communication rounds, transmissions and the airtime bits (Σ_sync max_i bits_i).
+Tasks: `MnistTask` (multinomial logistic regression, batched closed-form gradient) and `TorchTask` (any torch
+module via fedrepro.models.StackedModel: ResNet-20 / ResNet-50 / MLP proxies).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from fedrepro.comm.conventions import thesis_bits_per_step
+from fedrepro.decentral.engine import DecentralEngine, method_config
+from fedrepro.decentral.schedules import make_lr, make_threshold
+from fedrepro.decentral.topology import make_topology
+from fedrepro.runtime import rng_stream
+
+METHOD_LABELS = {"squarm": "SQuARM-SGD", "squarm_noet": "SQuARM-SGD (Sign-TopK), no ET",
+                 "choco_sign": "CHOCO-SGD (Sign)", "choco_topk": "CHOCO-SGD (TopK)",
+                 "vanilla": "Vanilla decentralized SGD"}
+CONVENTIONS = ("B32", "B64idx", "Blog")
+
+
+def _torch_gen(seed: int, *keys, device: str | torch.device = "cpu") -> torch.Generator:
+    g = torch.Generator(device=device)
+    g.manual_seed(int(rng_stream(seed, *keys).integers(2**62)))
+    return g
+
+
+class Sampler:
+    """Per-node minibatches from equal-size shards (n, m) of sample indices: uniform, per iteration."""
+
+    def __init__(self, shards: np.ndarray, batch: int, gen: torch.Generator):
+        self.shards = torch.as_tensor(shards, dtype=torch.long)
+        self.batch, self.gen = batch, gen
+
+    def __call__(self) -> torch.Tensor:
+        n, m = self.shards.shape
+        cols = torch.randint(m, (n, self.batch), generator=self.gen)
+        return torch.gather(self.shards, 1, cols)
+
+
+class MnistTask:
+    """Thesis Fig. 3.4: W ∈ R^{784x10}, no bias, pixels in [0, 1], x0 = 0 (A-28, A-02)."""
+
+    def __init__(self, split, n: int, partition: str, batch: int, seed: int, train_eval: int | None = None,
+                 dtype=torch.float32):
+        from fedrepro.data import node_split
+        from fedrepro.models.logreg import softmax_regression_grad
+
+        self._grad = softmax_regression_grad
+        self.C = int(split.n_classes)
+        self.x = torch.as_tensor(split.x_train, dtype=dtype)
+        self.y = torch.as_tensor(split.y_train, dtype=torch.long)
+        self.xt = torch.as_tensor(split.x_test, dtype=dtype)
+        self.yt = torch.as_tensor(split.y_test, dtype=torch.long)
+        parts = node_split(split.y_train, n, partition, rng_stream(seed, "decentral", "partition"))
+        m = min(len(p) for p in parts)
+        self.shards = np.stack([p[:m] for p in parts])
+        self.sampler = Sampler(self.shards, batch, _torch_gen(seed, "decentral", "minibatch"))
+        idx = np.arange(len(self.y)) if not train_eval else rng_stream(seed, "decentral", "train_eval").choice(
+            len(self.y), size=min(train_eval, len(self.y)), replace=False)
+        self.xe, self.ye = self.x[idx], self.y[idx]
+        self.n, self.d, self.dtype = n, self.x.shape[1] * self.C, dtype
+        self.segments = [(0, self.d)]
+
+    def x0(self) -> torch.Tensor:
+        return torch.zeros(self.n, self.d, dtype=self.dtype)
+
+    def grad(self, X: torch.Tensor, t: int) -> torch.Tensor:
+        idx = self.sampler()
+        return self._grad(X, self.x[idx], self.y[idx], self.C)
+
+    @torch.no_grad()
+    def evaluate(self, w: torch.Tensor) -> dict:
+        Wm = w.view(-1, self.C)
+        acc = float((self.xt @ Wm).argmax(1).eq(self.yt).double().mean())
+        loss = float(torch.nn.functional.cross_entropy(self.xe @ Wm, self.ye))
+        return {"test_acc": acc, "test_error": 1.0 - acc, "train_loss": loss}
+
+
+class TorchTask:
+    """A torch module on image data, n nodes batched with torch.func (fedrepro.models.StackedModel)."""
+
+    def __init__(self, module, split, n: int, partition: str, batch: int, seed: int, train_eval: int = 2000,
+                 test_eval: int | None = None, augment: bool = False, device: str = "cpu"):
+        from fedrepro.data import node_split
+        from fedrepro.models.stacked import StackedModel
+
+        self.device = torch.device(device)
+        self.model = StackedModel(module, n, device=self.device)
+        self.x = torch.as_tensor(split.x_train, dtype=torch.float32, device=self.device)
+        self.y = torch.as_tensor(split.y_train, dtype=torch.long, device=self.device)
+        mean = self.x.mean(dim=(0, 2, 3), keepdim=True)
+        std = self.x.std(dim=(0, 2, 3), keepdim=True) + 1e-6
+        self.x = (self.x - mean) / std                                  # per-channel normalization (A-42)
+        self.xt = (torch.as_tensor(split.x_test, dtype=torch.float32, device=self.device) - mean) / std
+        self.yt = torch.as_tensor(split.y_test, dtype=torch.long, device=self.device)
+        if test_eval:
+            self.xt, self.yt = self.xt[:test_eval], self.yt[:test_eval]
+        parts = node_split(split.y_train, n, partition, rng_stream(seed, "decentral", "partition"))
+        m = min(len(p) for p in parts)
+        self.shards = np.stack([p[:m] for p in parts])
+        self.gen = _torch_gen(seed, "decentral", "minibatch")                       # CPU: indices, augmentation draws
+        self.sampler = Sampler(self.shards, batch, self.gen)
+        self.augment = augment
+        ev = torch.as_tensor(rng_stream(seed, "decentral", "train_eval").choice(
+            len(self.y), size=min(train_eval, len(self.y)), replace=False), device=self.device)
+        self.xe, self.ye = self.x[ev], self.y[ev]
+        self.n, self.d = n, self.model.d
+        self.segments = self.model.segments
+
+    def x0(self) -> torch.Tensor:
+        return self.model.x0()
+
+    def _augment(self, xb: torch.Tensor) -> torch.Tensor:
+        """Random horizontal flip and a random shift of up to 4 pixels (A-42), one draw per image."""
+        n, b = xb.shape[:2]
+        flip = (torch.rand(n, b, 1, 1, 1, generator=self.gen) < 0.5).to(xb.device)
+        xb = torch.where(flip, xb.flip(-1), xb)
+        sx, sy = (int(v) for v in torch.randint(-4, 5, (2,), generator=self.gen))
+        return torch.roll(xb, shifts=(sx, sy), dims=(-2, -1))
+
+    def grad(self, X: torch.Tensor, t: int) -> torch.Tensor:
+        idx = self.sampler().to(self.device)
+        xb = self.x[idx]
+        if self.augment:
+            xb = self._augment(xb)
+        return self.model.grad(X, xb, self.y[idx])
+
+    @torch.no_grad()
+    def evaluate(self, w: torch.Tensor) -> dict:
+        logits = self.model.predict_logits(w, self.xt)
+        acc = float(logits.argmax(1).eq(self.yt).double().mean())
+        loss = float(torch.nn.functional.cross_entropy(self.model.predict_logits(w, self.xe), self.ye))
+        return {"test_acc": acc, "test_error": 1.0 - acc, "train_loss": loss}
+
+
+def build_engine(params: dict, method: str, task, seed: int, gamma: float | None = None, T: int | None = None,
+                 threshold_scale: float = 1.0) -> DecentralEngine:
+    n = int(params["n"])
+    topo = make_topology(params.get("topology", "ring"), n, rng=rng_stream(seed, "decentral", "topology"))
+    ipe = int(params.get("iters_per_epoch", 1))
+    g = gamma if gamma is not None else float(params["gamma"][method])
+    cfg = method_config(method, gamma=g, beta=float(params.get("beta", 0.9)), k=params.get("k"),
+                        ratio=params.get("ratio"), H=int(params["H"]) if method == "squarm" else None,
+                        weight_decay=float(params.get("weight_decay", 0.0)),
+                        lr_correction=bool(params.get("lr_correction", True)))
+    thr = make_threshold(params.get("trigger"), ipe, scale=threshold_scale * float(params.get("trigger_scale", 1.0))) \
+        if method == "squarm" else None
+    x0 = task.x0()
+    return DecentralEngine(topo.W, x0, cfg, make_lr(params["lr"], ipe), thr, segments=task.segments,
+                           generator=_torch_gen(seed, "decentral", method, "compressor", device=x0.device))
+
+
+def tune_gamma(params: dict, method: str, make_task, seed: int, log=print) -> tuple[float, dict]:
+    """A-10: the γ of the grid with the lowest training loss of the averaged model after `tune_frac` of the run."""
+    grid = [float(g) for g in params["gamma_grid"]]
+    T = max(1, int(round(float(params.get("tune_frac", 0.1)) * int(params["T"]))))
+    losses = {}
+    for g in grid:
+        task = make_task()
+        eng = build_engine(params, method, task, seed, gamma=g)
+        for _ in range(T):
+            eng.step(task.grad)
+        loss = task.evaluate(eng.mean_model())["train_loss"]
+        losses[g] = loss if np.isfinite(loss) else float("inf")
+        log(f"  gamma tuning {method}: gamma={g:g} train loss {loss:.4g} after {T} it")
+    best = min(losses, key=losses.get)
+    return best, losses
+
+
+def run_method(params: dict, method: str, task, seed: int, gamma: float, log=print) -> tuple[pd.DataFrame, dict]:
+    T = int(params["T"])
+    every = int(params.get("eval_every", 20))
+    eng = build_engine(params, method, task, seed, gamma=gamma)
+    recs = []
+    t0 = time.perf_counter()
+    compute = 0.0
+
+    def snapshot(step):
+        ev = task.evaluate(eng.mean_model())
+        recs.append({"step": step, **ev, "bits_B32": int(eng.bits.sum()), "bits_per_node": float(eng.bits.sum() / eng.n),
+                     "rounds": eng.rounds, "transmissions": int(eng.n_fired.sum()), "airtime_bits": eng.airtime_bits,
+                     "trigger_rate": eng.trigger_rate(), "consensus_dist": eng.consensus_distance(),
+                     "epoch": step / int(params.get("iters_per_epoch", 1))})
+
+    snapshot(0)
+    for t in range(T):
+        s = time.perf_counter()
+        eng.step(task.grad)
+        compute += time.perf_counter() - s
+        if (t + 1) % every == 0 or t + 1 == T:
+            snapshot(t + 1)
+            if not np.isfinite(recs[-1]["train_loss"]):
+                log(f"  {method}: diverged at t={t + 1}")
+                break
+    wall = time.perf_counter() - t0
+    frame = pd.DataFrame(recs)
+    # re-price the ledger under the other conventions (spec §3.5)
+    for conv in CONVENTIONS[1:]:
+        if eng.ledger is not None and eng.ledger.steps("p2p").size:
+            steps, bits = thesis_bits_per_step(eng.ledger, conv, "p2p")
+            cum = np.cumsum(bits.sum(axis=1))
+            pos = np.searchsorted(steps, frame["step"].to_numpy() - 1, side="right")
+            frame[f"bits_{conv}"] = np.where(pos > 0, cum[np.maximum(pos - 1, 0)], 0)
+        else:
+            frame[f"bits_{conv}"] = 0
+    facts = {"method": method, "gamma": gamma, "seconds": round(wall, 3), "seconds_per_iter": compute / max(1, T),
+             "trigger_rate": eng.trigger_rate(), "rounds": eng.rounds, "syncs": eng.n_sync}
+    frame["seconds_per_iter"] = facts["seconds_per_iter"]
+    frame["gamma"] = gamma
+    log(f"  {method}: gamma={gamma:g}, {T} it in {wall:.1f} s ({T / wall:.0f} it/s), final test error "
+        f"{recs[-1]['test_error']:.4f}, trigger rate {eng.trigger_rate():.3f}, bits {recs[-1]['bits_B32']:.3g}")
+    return frame, facts
+
+
+ID_COLS = ("step", "epoch", "bits_B32", "bits_B64idx", "bits_Blog", "bits_per_node", "rounds", "transmissions",
+           "airtime_bits", "gamma", "seconds_per_iter")
+METRICS = ("test_error", "test_acc", "train_loss", "trigger_rate", "consensus_dist")
+
+
+def to_long(frame: pd.DataFrame, method: str, seed: int) -> pd.DataFrame:
+    long = frame.melt(id_vars=[c for c in ID_COLS if c in frame], value_vars=[m for m in METRICS if m in frame],
+                      var_name="metric", value_name="value")
+    long.insert(0, "seed", seed)
+    long.insert(0, "method", method)
+    return long
+
+
+def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, dict]:
+    """Every method x seed of one configuration.  make_task(seed) -> a fresh task (data, sampler)."""
+    seeds = [int(params["seed"]) + i for i in range(int(params.get("seeds", 1)))]
+    frames, facts = [], {"runs": [], "gamma_tuning": {}}
+    if params.get("trigger_calibrate") and "squarm" in params["methods"]:
+        cal = calibrate_trigger(params, make_task, seeds[0], log)
+        params = dict(params, trigger_scale=cal["scale"])
+        facts["trigger_calibration"] = cal
+    for method in params["methods"]:
+        gamma = float(params["gamma"].get(method, 1.0)) if isinstance(params.get("gamma"), dict) else 1.0
+        if params.get("tune_gamma") and method != "vanilla":
+            gamma, losses = tune_gamma(params, method, lambda: make_task(seeds[0]), seeds[0], log)
+            facts["gamma_tuning"][method] = {"chosen": gamma, "losses": {str(k): v for k, v in losses.items()}}
+        for seed in seeds:
+            frame, f = run_method(params, method, make_task(seed), seed, gamma, log)
+            frames.append(to_long(frame, method, seed))
+            facts["runs"].append({**f, "seed": seed})
+    return pd.concat(frames, ignore_index=True), facts
+
+
+# ---- wiring for the workflow script ---------------------------------------------------------------------
+
+def make_task_factory(params: dict, data_path: str, device: str = "cpu"):
+    """(make_task(seed), data status, facts) for the configuration's dataset and model."""
+    from fedrepro.data import load_images
+
+    ds, model = params["dataset"], params["model"]
+    if ds == "imagenet":
+        raise NotImplementedError(
+            "Fig. 3.1 (ImageNet ResNet-50) needs the ImageNet image-folder pipeline on a GPU; the engine and "
+            "ResNet-50 (fedrepro.models.resnet50 + StackedModel) are in place but the JPEG loader is not wired yet "
+            "(docs/thesis_ch3.md, 'Left undone').")
+    if model == "logreg":
+        split = load_images(data_path, scale=True, flatten=True)
+        return (lambda seed: MnistTask(split, int(params["n"]), params.get("partition", "sorted"), int(params["batch"]),
+                                       seed, train_eval=params.get("train_eval"))), split.status, {"n_train": len(split.y_train)}
+    if model == "resnet20":
+        from fedrepro.models.resnet import resnet20
+
+        split = load_images(data_path, scale=True, channels_first=True)
+
+        def make(seed):
+            torch.manual_seed(int(rng_stream(seed, "decentral", "init").integers(2**62)))   # A-02: common init
+            module = resnet20(num_classes=int(split.n_classes), width=int(params.get("width", 16)),
+                              depth_blocks=int(params.get("depth_blocks", 3)))
+            return TorchTask(module, split, int(params["n"]), params.get("partition", "iid"), int(params["batch"]), seed,
+                             train_eval=int(params.get("train_eval") or 2000), test_eval=params.get("test_eval"),
+                             augment=bool(params.get("augment", False)), device=device)
+        return make, split.status, {"n_train": len(split.y_train)}
+    raise ValueError(f"unknown model {model!r}")
+
+
+def prepare_params(params: dict, info: dict) -> dict:
+    """Derive iters_per_epoch (A-40: ceil(N / (n b))), T = epochs x iters_per_epoch and eval_every."""
+    p = dict(params)
+    if "epochs" in p:
+        if not p.get("iters_per_epoch"):
+            n_node = info["n_train"] // int(p["n"])
+            p["iters_per_epoch"] = -(-n_node // int(p["batch"]))
+        p["T"] = int(round(float(p["epochs"]) * int(p["iters_per_epoch"])))
+        p["eval_every"] = max(1, int(round(float(p.get("eval_every_epochs", 1)) * int(p["iters_per_epoch"]))))
+    return p
+
+
+def calibrate_trigger(params: dict, make_task, seed: int, log=print) -> dict:
+    """A-22: one epoch of SQuARM with c = 0; c_init = the 30th percentile of ‖e_i‖²/η² at sync rounds (the forced
+    first round excluded); the schedule is rescaled so that its initial value is c_init."""
+    task = make_task(seed)
+    p = dict(params, trigger={"kind": "none"})
+    eng = build_engine(p, "squarm", task, seed, gamma=float(params["gamma"]["squarm"]))
+    ratios = []
+    for _ in range(max(int(params.get("iters_per_epoch", 1)), 2 * int(params["H"]))):
+        info = eng.step(task.grad)
+        if info["sync"] and eng.n_sync > 1:
+            ratios.append(info["sq_drift"] / info["eta"] ** 2)
+    r = np.concatenate(ratios) if ratios else np.array([0.0])
+    c_init = float(np.percentile(r, 30))
+    c0 = float(params["trigger"].get("c0", 1.0))
+    log(f"  trigger calibration (A-22): c_init = {c_init:.4g} (30th percentile of {r.size} ratios), scale {c_init / c0:.4g}")
+    return {"c_init": c_init, "scale": c_init / c0, "n_ratios": int(r.size)}

@@ -1,0 +1,40 @@
+"""Multinomial logistic regression W ∈ R^{p x C} without bias (thesis A-28: 784 x 10, d = 7840), batched over
+n nodes: parameters are rows of a matrix (n, p*C) in C order (W = row.view(p, C)).
+
+On CPU the batched products run through numpy on zero-copy views (numpy's small batched matmuls are about
+twice as fast as torch.bmm for these shapes on this machine); the result is a torch tensor either way."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def softmax_regression_grad(X: torch.Tensor, xb: torch.Tensor, yb: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """Mean cross-entropy gradient per node.  X (n, p*C), xb (n, b, p), yb (n, b) int -> (n, p*C)."""
+    n, b, p = xb.shape
+    if X.device.type == "cpu" and not X.requires_grad:
+        Wm = X.numpy().reshape(n, p, n_classes)
+        x = xb.numpy()
+        Z = np.matmul(x, Wm)
+        Z -= Z.max(axis=2, keepdims=True)
+        np.exp(Z, out=Z)
+        Z /= Z.sum(axis=2, keepdims=True)
+        y = yb.numpy()
+        Z[np.arange(n)[:, None], np.arange(b)[None, :], y] -= 1.0
+        G = np.matmul(x.transpose(0, 2, 1), Z).reshape(n, p * n_classes)
+        G /= b
+        return torch.from_numpy(G)
+    Wm = X.view(n, p, n_classes)
+    P = torch.softmax(torch.bmm(xb, Wm), dim=2)
+    P.scatter_add_(2, yb.unsqueeze(2), torch.full((n, b, 1), -1.0, dtype=P.dtype, device=P.device))
+    return torch.bmm(xb.transpose(1, 2), P).reshape(n, p * n_classes) / b
+
+
+def softmax_regression_predict(w: torch.Tensor, x: torch.Tensor, n_classes: int) -> torch.Tensor:
+    """Class predictions of one model w (p*C,) on x (m, p)."""
+    return (x @ w.view(-1, n_classes)).argmax(dim=1)
+
+
+def softmax_regression_loss(w: torch.Tensor, x: torch.Tensor, y: torch.Tensor, n_classes: int) -> float:
+    return float(torch.nn.functional.cross_entropy(x @ w.view(-1, n_classes), y))
