@@ -97,6 +97,7 @@ rule scorecard:
         claims=lambda wc: [REGISTRY.claims_file(p, a, wc.scale) for p, a, _ in REGISTRY.artifacts(scale=wc.scale)],
         artifacts=lambda wc: [f for p, a, _ in REGISTRY.artifacts(scale=wc.scale)
                               for f in REGISTRY.artifact_files(p, a, wc.scale).values()],
+        registries=[f"config/papers/{p}.yaml" for p in PAPERS],
         code=code("scorecard", "registry", "config", "plotting"),
     output:
         csv="results/{scale}/claims.csv",

@@ -153,3 +153,18 @@ def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str
                 rows.append([paper, cid, artifact, claim["statement"], _fmt(paper_value), _fmt(ours), verdict,
                              config or "", data_label, scale, _band_text(claim["tolerance"].get(scale)), detail])
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def unbuilt_artifact_rows(registry, scale: str) -> pd.DataFrame:
+    """`not-run` rows for the claims of artifacts that this scale does not build (e.g. paper-only ones),
+    so the scorecard lists every claim of every registry at every scale."""
+    rows = []
+    for paper, reg in registry.papers.items():
+        for artifact, entry in reg["artifacts"].items():
+            if scale in entry["scales"]:
+                continue
+            for claim in registry.claims(paper, artifact):
+                rows.append([paper, claim["id"], artifact, claim["statement"], _fmt(claim.get("paper_value", "")), "",
+                             "not-run", "", "", scale, _band_text(claim["tolerance"].get(scale)),
+                             f"artifact built only at scale(s) {', '.join(entry['scales'])}"])
+    return pd.DataFrame(rows, columns=COLUMNS)
