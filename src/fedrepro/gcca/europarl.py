@@ -177,4 +177,6 @@ def run_europarl(experiment: str, p: dict, texts: dict, split: np.ndarray, progr
             ref["v_star"] = float(res.objective[-1])
     frames.append(pd.DataFrame({"kind": "reference", "method": "reference", "q": 0, "step": 0, "metric": list(ref),
                                 "value": [float(v) for v in ref.values()]}))
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    out.insert(0, "seed", 0)  # one run (the data layer's split; no trials)
+    return out
