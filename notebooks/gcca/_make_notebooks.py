@@ -319,7 +319,7 @@ for ax, xl in zip(axes, ("bits per variable (BPV)", "iteration r")):
     ax.set(xlabel=xl, ylabel="test accuracy (%)")
 axes[0].set_xlim(0, 1000)
 axes[1].legend(fontsize=8)
-fig.suptitle(f"{label or 'Fig. 11'} ({int(cv.trials.min())} trials): CR at 95% = "
+fig.suptitle(f"{label or 'Fig. 11'} ({int(cv.trials.min())} trial(s)): CR at 95% = "
              + ("–" if np.isnan(crrow.cr) else f"{crrow.cr:.4f}"))
 save_figure(fig, outputs["pdf"], outputs["png"], stand_in=stand_in)
 display(data[data.kind != "curve"].dropna(axis=1, how="all"))''')
@@ -341,7 +341,8 @@ for ax, (method, title) in zip(axes, [("raw", "raw view X_1"), ("altmaxvar", "Al
     ax.set_title(f"{title}\\nRBF-SVM accuracy {100 * acc[method]:.1f}%", fontsize=10)
     ax.set_xticks([]); ax.set_yticks([])
 fig.suptitle(f"{label or 'Fig. 12'}: J = {info.J:.0f} ({info.J_train:.0f} train / {info.J_test:.0f} test), "
-             f"{info.medicines:.0f} medicines, {info.groups:.0f} groups")
+             f"{info.medicines:.0f} medicines, {info.groups:.0f} groups", y=1.0)
+fig.subplots_adjust(top=0.8)
 save_figure(fig, outputs["pdf"], outputs["png"], stand_in=stand_in)
 display(data[data.kind != "points"].dropna(axis=1, how="all"))''')
 
@@ -362,7 +363,7 @@ for ax, xl in zip(axes, ("bits per variable (BPV)", "iteration r")):
     ax.axhline(80, color="grey", lw=0.8, ls="--", label="80%")
     ax.set(xlabel=xl, ylabel="test accuracy (%)")
 axes[1].legend(fontsize=8)
-fig.suptitle(f"{label or 'Fig. 13'} ({int(cv.trials.min())} trials): CR at 80% = "
+fig.suptitle(f"{label or 'Fig. 13'} ({int(cv.trials.min())} trial(s)): CR at 80% = "
              + ("–" if np.isnan(crrow.cr) else f"{crrow.cr:.4f}"))
 save_figure(fig, outputs["pdf"], outputs["png"], stand_in=stand_in)
 display(data[data.kind != "curve"].dropna(axis=1, how="all"))''')
