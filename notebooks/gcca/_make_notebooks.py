@@ -298,6 +298,7 @@ for j, (method, title) in enumerate(cols):
         ax.set_title(f"{title}: {name}", fontsize=9)
         ax.set_xlabel(f"spectral clustering acc. {100 * acc[(method, view)]:.1f}%", fontsize=8)
 fig.suptitle(label or "Fig. 10")
+fig.tight_layout()
 save_figure(fig, outputs["pdf"], outputs["png"], stand_in=stand_in)
 display(data[data.kind != "points"].dropna(axis=1, how="all"))''')
 
