@@ -3,10 +3,12 @@
 # single-threaded with no other job beside them.
 
 GCCA_TIMED = ("fig6", "fig7")
+GCCA_DATA = {"europarl": "europarl", "deep_toy": None, "ehr": "desynpuf"}  # Figs. 9-13: rule gcca_data_run
 
 
 def _gcca_experiments(timed):
-    names = [e for e in REGISTRY.papers["gcca"]["experiments"] if (e in GCCA_TIMED) == timed]
+    names = [e for e in REGISTRY.papers["gcca"]["experiments"]
+             if (e in GCCA_TIMED) == timed and e not in GCCA_DATA]
     return "|".join(names) or "(?!)"
 
 
@@ -52,3 +54,33 @@ rule gcca_run_timed:
         exclusive=1,
     script:
         "../scripts/gcca_run.py"
+
+
+def _gcca_data_inputs(wc):
+    dataset = GCCA_DATA[wc.experiment]
+    return {"data": prepared(dataset)} if dataset else {}
+
+
+rule gcca_data_run:
+    """Figs. 9-13: Europarl (linear engine on hashed views, prepared corpus), the deep toy (Figs. 10-11) and the
+    EHR co-occurrence views (Figs. 12-13) with the deep engine.  The prepared file is an input, so its stand-in
+    status reaches every sidecar and claim.  One torch/BLAS thread: on a shared 2-core machine two threads were
+    10x slower for the small MLPs (docs/gcca.md); deep runs are tagged gpu=1 at paper scale."""
+    input:
+        unpack(_gcca_data_inputs),
+        code=code("gcca", "comm", "data"),
+    output:
+        csv="results/{scale}/gcca/runs/{experiment}/{configuration}.csv",
+        prov="results/{scale}/gcca/runs/{experiment}/{configuration}.csv.prov.json",
+    wildcard_constraints:
+        experiment="|".join(GCCA_DATA),
+    params:
+        cfg=lambda wc: run_params("gcca", wc.experiment, wc.configuration, wc.scale),
+    log:
+        "results/{scale}/gcca/logs/runs/{experiment}/{configuration}.log",
+    threads: 1
+    resources:
+        mem_mb=lambda wc: 32000 if wc.scale == "paper" and wc.experiment == "europarl" else 4000,
+        gpu=lambda wc: 1 if wc.scale == "paper" and wc.experiment != "europarl" else 0,
+    script:
+        "../scripts/gcca_data_run.py"

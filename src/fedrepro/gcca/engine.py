@@ -57,6 +57,8 @@ class RunResult:
     G: np.ndarray
     Ghat: np.ndarray
     ledger: BitLedger = field(repr=False)
+    metrics: dict = field(default_factory=dict)  # callback name -> values at the steps it reported (see run_maxvar)
+    metric_steps: np.ndarray | None = None
 
 
 def _center(Y: np.ndarray) -> np.ndarray:
@@ -64,8 +66,11 @@ def _center(Y: np.ndarray) -> np.ndarray:
 
 
 def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.random.Generator,
-               rng_comp: np.random.Generator) -> RunResult:
-    """Run Algorithm 1 from Q_i^(0) = Q0 (I, N, K); G^(0) = polar(sum_i M̂_i^(0)) (A-5, A-19)."""
+               rng_comp: np.random.Generator, callback=None, callback_every: int = 1) -> RunResult:
+    """Run Algorithm 1 from Q_i^(0) = Q0 (I, N, K); G^(0) = polar(sum_i M̂_i^(0)) (A-5, A-19).
+
+    ``callback(r, Q, G)`` (optional) is called at r = 0, every ``callback_every`` steps and at R, outside the
+    timed phases, and returns a dict of scalar metrics (e.g. Europarl's test AC); they land in ``metrics``."""
     I, J, K = views.I, views.J, cfg.K
     identity = get_compressor("identity")
     comp = identity if cfg.q is None else get_compressor("cutemaxvar", q=cfg.q)
@@ -92,6 +97,14 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
     clock_max = clock
 
     objective, times, times_max = [], [], []
+    cb_steps, cb_values = [], []
+
+    def _callback(r):
+        if callback is not None and (r % callback_every == 0 or r == cfg.R):
+            cb_steps.append(r)
+            cb_values.append(callback(r, Q, G))
+
+    _callback(0)
     if want[0]:
         objective.append(maxvar_objective(M, G)); times.append(clock); times_max.append(clock_max)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -123,10 +136,13 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
             clock_max += (t1 - t0) / I + (t2 - t1)
             if want[r + 1]:
                 objective.append(maxvar_objective(M, G)); times.append(clock); times_max.append(clock_max)
+            _callback(r + 1)
 
     _, up_bits = ledger.cumulative("up")
     _, down_bits = ledger.cumulative("down")
     _, bpv = gcca_bpv_from_ledger(ledger, J * K, "up", node=0)
     return RunResult(steps=record, objective=np.array(objective), time=np.array(times),
                      time_max_node=np.array(times_max), bits_up=up_bits[record], bits_down=down_bits[record],
-                     bpv=bpv[record], Q=Q, G=G, Ghat=down.value, ledger=ledger)
+                     bpv=bpv[record], Q=Q, G=G, Ghat=down.value, ledger=ledger,
+                     metrics={k: np.array([v[k] for v in cb_values]) for k in (cb_values[0] if cb_values else {})},
+                     metric_steps=np.array(cb_steps, dtype=int) if cb_steps else None)
