@@ -10,8 +10,19 @@ trigger, engine, linkmodel (100 Kbps airtime / wall clock), metrics (bits/rounds
 experiments (the Fig. 3.1-3.4 runs).
 """
 
-from fedrepro.decentral.engine import DecentralEngine, EngineConfig, method_config
-from fedrepro.decentral.topology import Topology, complete, erdos_renyi, make_topology, ring, spectral_gap, torus
+import importlib
+
+# Exported lazily: the engine imports torch, which the figure notebooks do not need.
+_EXPORTS = {"DecentralEngine": "engine", "EngineConfig": "engine", "method_config": "engine",
+            **{name: "topology" for name in ("Topology", "complete", "erdos_renyi", "make_topology", "ring",
+                                             "spectral_gap", "torus")}}
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"fedrepro.decentral.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'fedrepro.decentral' has no attribute {name!r}")
+
 
 __all__ = ["DecentralEngine", "EngineConfig", "method_config", "Topology", "complete", "erdos_renyi",
            "make_topology", "ring", "spectral_gap", "torus"]

@@ -17,14 +17,11 @@ import torch
 
 from fedrepro.comm.conventions import thesis_bits_per_step
 from fedrepro.decentral.engine import DecentralEngine, method_config
+from fedrepro.decentral.labels import CONVENTIONS, METHOD_LABELS  # noqa: F401  (re-exported)
 from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
 from fedrepro.runtime import rng_stream
 
-METHOD_LABELS = {"squarm": "SQuARM-SGD", "squarm_noet": "SQuARM-SGD (Sign-TopK), no ET",
-                 "choco_sign": "CHOCO-SGD (Sign)", "choco_topk": "CHOCO-SGD (TopK)",
-                 "vanilla": "Vanilla decentralized SGD"}
-CONVENTIONS = ("B32", "B64idx", "Blog")
 
 
 def _torch_gen(seed: int, *keys, device: str | torch.device = "cpu") -> torch.Generator:

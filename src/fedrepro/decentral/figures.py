@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fedrepro.decentral.experiments import CONVENTIONS, METHOD_LABELS
+from fedrepro.decentral.labels import CONVENTIONS, METHOD_LABELS
 from fedrepro.decentral.linkmodel import RATE_100KBPS, TAU_OH, airtime, wall_clock
 
 COLORS = {"squarm": "#d62728", "squarm_noet": "#ff9896", "choco_sign": "#1f77b4", "choco_topk": "#2ca02c",
