@@ -18,6 +18,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/thesis.smk"
 include: "workflow/rules/thesis_ch4.smk"
+include: "workflow/rules/adept.smk"
 include: "workflow/rules/render.smk"
 
 
