@@ -1,12 +1,17 @@
 # ADEPT (Ozkara et al., paper 004; issue 10): run rules.  Registry: config/papers/adept.yaml.  Spec: adept.md.
 # One rule runs one (experiment, configuration); clients are batched in one process (fedrepro.adept.fed).
 
+# The run rules depend on the algorithm modules only (adept/artifacts.py is the render side: a change to a plot
+# must not rerun training).
+ADEPT_RUN_CODE = ("adept/__init__", "adept/stiefel", "adept/pca", "adept/fed", "adept/ae", "adept/dgm", "metrics",
+                  "models/adept_nets", "data")
+
 ADEPT_DATA = {"table2_mnist": "mnist", "table2_fashion_mnist": "fashion_mnist", "table2_cifar10": "cifar10",
               "table3": "mnist"}
 
 
 def adept_run_inputs(wc):
-    inputs = {"code": code("adept", "metrics", "models/adept_nets", "data")}
+    inputs = {"code": code(*ADEPT_RUN_CODE)}
     if wc.experiment in ADEPT_DATA:
         inputs["data"] = prepared(ADEPT_DATA[wc.experiment])
     if wc.experiment == "table3":
@@ -19,7 +24,7 @@ rule adept_featnet:
     weights are configured; spec 4.3).  Its test accuracy is the CSV."""
     input:
         data=prepared("mnist"),
-        code=code("adept", "metrics", "models/adept_nets", "data"),
+        code=code(*ADEPT_RUN_CODE),
     output:
         pt="results/{scale}/adept/runs/featnet/mnist.pt",
         csv="results/{scale}/adept/runs/featnet/mnist.csv",

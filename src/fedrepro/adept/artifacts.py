@@ -148,8 +148,8 @@ def plot_fig3(data: pd.DataFrame, configuration: str, title: str):
         ax.imshow(grid, cmap="gray", vmin=0, vmax=1)
         ax.set_title(f"{METHOD_LABEL[m]}\nnoise σ̂ = {summ[f'noise_grid_{m}']:.3f}", fontsize=10)
         ax.axis("off")
-    fig.suptitle(title)
     fig.tight_layout()
+    fig.suptitle(title, y=1.06)
     return fig
 
 
