@@ -20,6 +20,7 @@ include: "workflow/rules/thesis.smk"
 include: "workflow/rules/thesis_ch3.smk"
 include: "workflow/rules/thesis_ch4.smk"
 include: "workflow/rules/gcca.smk"
+include: "workflow/rules/adept.smk"
 include: "workflow/rules/render.smk"
 
 

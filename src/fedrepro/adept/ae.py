@@ -1,0 +1,141 @@
+"""ADEPT-AE experiments: Table 1 (synthetic linear AE) and Table 2 (MNIST / Fashion-MNIST / CIFAR-10, one class
+per client), with local training, FedAvg / global training and the paper's Baseline (adept.md 5.2, 5.3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from fedrepro.adept.fed import ClientData, FedConfig, client_forward, stacked_init, train
+from fedrepro.metrics.energy import energy_captured
+from fedrepro.models.adept_nets import ConvAE, LinearAE
+
+
+def recon_loss(fwd):
+    def loss(params, batch):
+        x, mask = batch
+        err = ((fwd(params, x) - x) ** 2).flatten(2).sum(-1)          # (m, B)
+        return (err * mask).sum(1) / mask.sum(1).clamp_min(1)
+    return loss
+
+
+def evaluate(fwd, params, data: ClientData, chunk: int = 256) -> torch.Tensor:
+    """Per-client energy % on the padded test arrays."""
+    mask = data.mask()
+    outs = []
+    with torch.no_grad():
+        for s in range(0, data.x.shape[1], chunk):
+            outs.append(fwd(params, data.x[:, s:s + chunk]))
+    return energy_captured(data.x, torch.cat(outs, 1), mask)
+
+
+def fed_config(method: str, p: dict, **kw) -> FedConfig:
+    return FedConfig(method=method, epochs=int(p["epochs"]), tau=int(p["tau"]), lr=p["lr"], lr_global=p["lr_global"],
+                     lr_sigma=p["lr_sigma"], sigma0=p["sigma0"], lazy_epochs=int(p["lazy_epochs"]), xi=p["xi"],
+                     lambda_reg=p["lambda_reg"], **kw)
+
+
+def run_method(method: str, make_model, train_data: ClientData, test_data: ClientData, p: dict, seed: int,
+               rng: np.random.Generator, *, frozen=(), set_params=None, full_batch: bool = False) -> torch.Tensor:
+    """Train one method on stacked clients; returns the per-client test energy %."""
+    same = method in ("fedavg", "global")
+    base, theta = stacked_init(make_model, train_data.m, 1000 * seed, same)
+    torch.manual_seed(1000 * seed + 999)
+    mu0 = {k: v.detach()[:1] for k, v in stacked_init(make_model, 1, 1000 * seed + 777, True)[1].items()}
+    if set_params is not None:
+        set_params(theta)
+    fwd = client_forward(base)
+    name = {"global": "fedavg", "baseline": "local"}.get(method, method)
+    tau = 1 if method == "global" else int(p["tau"])
+    cfg = fed_config(name, {**p, "tau": tau}, frozen=tuple(frozen))
+
+    def batches(epoch):
+        if full_batch:
+            yield train_data.x, train_data.mask()
+            return
+        yield from train_data.epoch_batches(tau, rng)
+
+    if full_batch:
+        cfg.tau = 1
+    train(base, theta, recon_loss(fwd), batches, cfg, mu0=mu0)
+    if same:   # FedAvg / global: every client holds the averaged model after the last round
+        theta = {k: v.mean(0, keepdim=True).expand_as(v) for k, v in theta.items()}
+    return evaluate(fwd, theta, test_data)
+
+
+# ---- Table 1: synthetic linear AE ---------------------------------------------------------------------------
+
+def synthetic_clients(m: int, d: int, k: int, n_train: int, n_test: int, sigma_mu: float, sigma_star: float,
+                      rng: np.random.Generator):
+    """Client data x = W_i z + b_i (z ~ N(0, 0.5^2 I)); W_i = W* + Delta_i; each split divided by its own std."""
+    w = rng.normal(0, sigma_mu, (d, k))
+    b = rng.normal(0, sigma_mu, d)
+    wi = w[None] + rng.normal(0, sigma_star, (m, d, k))
+    bi = b[None] + rng.normal(0, sigma_star, (m, d))
+    z_tr = rng.normal(0, 0.5, (m, n_train, k))
+    z_te = rng.normal(0, 0.5, (m, n_test, k))
+    x_tr = np.einsum("mdk,mnk->mnd", wi, z_tr) + bi[:, None]
+    x_te = np.einsum("mdk,mnk->mnd", wi, z_te) + bi[:, None]
+    s_tr = x_tr.reshape(m, -1).std(1)
+    s_te = x_te.reshape(m, -1).std(1)
+    return (x_tr / s_tr[:, None, None], x_te / s_te[:, None, None], wi / s_tr[:, None, None], bi / s_tr[:, None])
+
+
+def run_table1(p: dict, rng_for) -> list[dict]:
+    rows = []
+    d, k, m = int(p["d"]), int(p["latent"]), int(p["m"])
+    for a, sstar in enumerate(p["sigma_stars"]):
+        for seed in range(int(p["seeds"])):
+            rng = rng_for(a, seed)
+            x_tr, x_te, wi, bi = synthetic_clients(m, d, k, int(p["n_train"]), int(p["n_test"]), p["sigma_mu"],
+                                                   float(sstar), rng)
+            tr, te = ClientData(list(x_tr)), ClientData(list(x_te))
+            snr = 20 * np.log10(p["sigma_mu"] / float(sstar))
+
+            def true_decoder(theta):
+                with torch.no_grad():
+                    theta["dec.weight"].copy_(torch.from_numpy(wi).float())
+                    theta["dec.bias"].copy_(torch.from_numpy(bi).float())
+
+            for method in p["methods"]:
+                kw = {}
+                if method == "baseline":
+                    kw = dict(set_params=true_decoder,
+                              frozen=("dec.weight", "dec.bias") if p.get("baseline_decoder", "frozen") == "frozen" else ())
+                e = run_method(method, lambda: LinearAE(d, k), tr, te, p, seed, rng_for(a, seed, method),
+                               full_batch=True, **kw)
+                rows.append(dict(sigma_star=float(sstar), snr_db=round(snr), method=method, seed=seed,
+                                 step=int(p["epochs"]), metric="energy", value=float(e.mean())))
+    return rows
+
+
+# ---- Table 2: real data, one class per client ---------------------------------------------------------------
+
+def run_table2(p: dict, split, rng_for) -> list[dict]:
+    """split: fedrepro.data Split (x in [0, 1], channels first).  One row per (latent, method, seed)."""
+    from fedrepro.data.partition import one_class_per_client
+
+    layout = p.get("layout", "consecutive")
+    rows = []
+    shape = split.x_train.shape[1:]
+    d = int(np.prod(shape))
+    for seed in range(int(p["seeds"])):
+        prng = rng_for("partition", seed) if layout == "block" else None
+        parts_tr = one_class_per_client(split.y_train, int(p["m"]), data_ratio=p["data_ratio"], layout=layout, rng=prng)
+        parts_te = one_class_per_client(split.y_test, int(p["m"]), data_ratio=p["test_ratio"], layout=layout, rng=prng)
+        tr = ClientData([split.x_train[i] for i in parts_tr])
+        te = ClientData([split.x_test[i] for i in parts_te])
+        n_classes = len(np.unique(split.y_train))
+        b_tr = ClientData([split.x_train[i] for i in one_class_per_client(split.y_train, n_classes)])
+        b_te = ClientData([split.x_test[i] for i in one_class_per_client(split.y_test, n_classes)])
+        for lat_name, k in (("low", int(p["latents"][0])), ("high", int(p["latents"][1]))):
+            make = (lambda k=k: ConvAE(k, shape[-1])) if p["model"] == "conv" else (lambda k=k: LinearAE(d, k))
+            for method in p["methods"]:
+                if method == "baseline":
+                    pb = {**p, "epochs": int(p.get("baseline_epochs", p["epochs"]))}
+                    e = run_method("local", make, b_tr, b_te, pb, seed, rng_for(lat_name, seed, method))
+                else:
+                    e = run_method(method, make, tr, te, p, seed, rng_for(lat_name, seed, method))
+                rows.append(dict(dataset=p["dataset"], latent=lat_name, latent_dim=k, method=method, seed=seed, step=int(p["epochs"]),
+                                 metric="energy", value=float(e.mean()), n_train_mean=float(np.mean(tr.n))))
+    return rows

@@ -1,0 +1,1 @@
+"""Metrics shared across papers (energy captured, FID/KID wrappers, noise estimates)."""
