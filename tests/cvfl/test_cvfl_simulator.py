@@ -53,7 +53,7 @@ def test_ledger_bits_match_compressor_counts(comp, b):
     M, P, B = 3, 4, 10
     x, y = _data(M)
     cfg = CvflConfig(M=M, Q=2, B=B, epochs=1, lr=0.05, compressor=comp, b=b)
-    tr = CvflTrainer(cfg, StackedMLP(M, 4, 8, P), P, 3, seed=0)
+    tr = CvflTrainer(cfg, StackedMLP(M, 4, 8, P), P, 4, seed=0)  # 4 outputs: the lattice pairs entries
     tr.fit(x, y, x, y, np.arange(40))
     steps, up = tr.ledger.per_step("values_bits", "up")
     per_party_round = up[:, 0]
@@ -63,9 +63,9 @@ def test_ledger_bits_match_compressor_counts(comp, b):
     else:
         assert np.all(per_party_round == b * B * P)
     _, down = tr.ledger.per_step("bits", "down")  # a plain bit count per receiving party
-    theta0 = 3 * M * P + 3
+    theta0 = 4 * M * P + 4
     if comp == "topk":
-        kw, kb = max(1, (3 * M * P * b) // 32), max(1, (3 * b) // 32)
+        kw, kb = max(1, (4 * M * P * b) // 32), max(1, (4 * b) // 32)
         srv = 32 * (kw + kb)
     else:
         srv = b * theta0
