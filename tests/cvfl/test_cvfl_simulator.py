@@ -50,7 +50,7 @@ def test_alg2_equals_alg1_without_compression():
 
 @pytest.mark.parametrize("comp,b", [("none", 32), ("scalar", 2), ("vector", 3), ("topk", 4)])
 def test_ledger_bits_match_compressor_counts(comp, b):
-    M, P, B = 3, 4, 10
+    M, P, B = 3, 8, 10
     x, y = _data(M)
     cfg = CvflConfig(M=M, Q=2, B=B, epochs=1, lr=0.05, compressor=comp, b=b)
     tr = CvflTrainer(cfg, StackedMLP(M, 4, 8, P), P, 4, seed=0)  # 4 outputs: the lattice pairs entries
