@@ -19,6 +19,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/thesis.smk"
 include: "workflow/rules/thesis_ch4.smk"
 include: "workflow/rules/gcca.smk"
+include: "workflow/rules/cvfl.smk"
 include: "workflow/rules/render.smk"
 
 
