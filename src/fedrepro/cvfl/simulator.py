@@ -69,6 +69,16 @@ def make_compressor(cfg: CvflConfig, P: int):
     raise ValueError(f"compressor must be one of {', '.join(COMPRESSORS)}; got {cfg.compressor!r}")
 
 
+def run_epoch_bits(cfg: CvflConfig, n_train: int, P: int, n_out: int) -> int:
+    """Bits one epoch is charged under the paper's formula (§3.5): n_b = ceil(N/B) full batches of B.
+    |θ0| as the code counts it: cfg.theta0_code, else the run's M·P·max(C, 2) (MIMIC: 64·2 = 128)."""
+    n_b = -(-n_train // cfg.B)
+    if cfg.alg == 2:
+        return cvfl_epoch_bits(cfg.b, n_b=n_b, B=cfg.B, P=P, M=cfg.M, theta0=0, formula="alg2")
+    theta0 = cfg.theta0_code if cfg.theta0_code is not None else cfg.M * P * max(n_out, 2)
+    return cvfl_epoch_bits(cfg.b, n_b=n_b, B=cfg.B, P=P, M=cfg.M, theta0=theta0, formula=cfg.cost_formula)
+
+
 def _loss(logits: torch.Tensor, y: torch.Tensor, task: str) -> torch.Tensor:
     if task == "binary":
         return F.binary_cross_entropy_with_logits(logits[..., 0], y.to(logits.dtype))
@@ -225,11 +235,7 @@ class CvflTrainer:
         starts = list(range(0, n, c.B))
         n_b = len(starts)
         theta0_true = self.W.numel() + self.bias.numel()
-        theta0_code = c.theta0_code if c.theta0_code is not None else theta0_true
-        if c.alg == 2:
-            epoch_bits = cvfl_epoch_bits(c.b, n_b=n_b, B=c.B, P=self.P, M=c.M, theta0=0, formula="alg2")
-        else:
-            epoch_bits = cvfl_epoch_bits(c.b, n_b=n_b, B=c.B, P=self.P, M=c.M, theta0=theta0_code, formula=c.cost_formula)
+        epoch_bits = run_epoch_bits(c, n, self.P, self.n_out)
         res = RunResult(ledger=self.ledger)
         bits_text = 0
 
