@@ -58,6 +58,8 @@ if run_files is None:
 if outputs is None:
     outputs = default_outputs(root, scale, "cvfl", "{name}", "{kind}")
 runs = pd.concat([pd.read_csv(root / f) for f in run_files], ignore_index=True)
+if configuration not in set(runs["configuration"]):   # C-VFL has one configuration, as-stated
+    configuration = runs["configuration"].iloc[0]
 runs = runs[runs["configuration"] == configuration]
 status = {{}}
 for f in run_files:
