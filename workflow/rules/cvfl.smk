@@ -12,7 +12,7 @@ rule cvfl_run:
     """C-VFL: every run of one experiment's configuration (compressors x b x Q x M x seeds) -> tidy long CSV."""
     input:
         data=lambda wc: prepared(CVFL_DATA[wc.experiment]),
-        code=code("cvfl", "comm", "models", "data"),
+        code=code("cvfl/__init__", "cvfl/simulator", "cvfl/experiments", "comm", "models", "data"),  # not the summaries
     output:
         csv="results/{scale}/cvfl/runs/{experiment}/{configuration}.csv",
         prov="results/{scale}/cvfl/runs/{experiment}/{configuration}.csv.prov.json",

@@ -61,6 +61,7 @@ def summary_table(runs: pd.DataFrame, target: float, *, max_epoch: dict | None =
                      "cost_reached_mean": float(np.nanmean(costs)) if reached else np.nan,
                      "rounds": float(rounds.mean()) if reached == len(costs) else np.nan,
                      "rounds_list": ";".join("nan" if not np.isfinite(r) else str(int(r)) for r in rounds),
+                     "epoch_cost": float(g[g.epoch == 1].bits_table.iloc[0] / per) if (g.epoch == 1).any() else np.nan,
                      "target": target, "unit": unit})
     t = pd.DataFrame(rows)
     for M, g in t.groupby("M"):
