@@ -21,6 +21,7 @@ include: "workflow/rules/thesis_ch3.smk"
 include: "workflow/rules/thesis_ch4.smk"
 include: "workflow/rules/gcca.smk"
 include: "workflow/rules/adept.smk"
+include: "workflow/rules/cvfl.smk"
 include: "workflow/rules/render.smk"
 
 

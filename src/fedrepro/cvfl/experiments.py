@@ -1,0 +1,163 @@
+"""C-VFL experiments: datasets -> party-stacked tensors, models per dataset, and grids of runs -> tidy rows.
+
+A run is one (compressor, b, Q, M, alg, seed); an experiment's parameters list the grid (cvfl.md §5).
+Rows: one per evaluated epoch with test/train metrics and the cumulative costs (bits_table: the paper's
+formula, §3.5; bits_text: the text-faithful count; bits_measured: the ledger of fedrepro.comm).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+from fedrepro.cvfl.simulator import CvflConfig, CvflTrainer
+from fedrepro.data.loaders import load_images, load_multiview, load_timeseries
+from fedrepro.data.multiview import feature_blocks, image_quadrants, view_groups
+
+# The authors' seeds (cvfl.md §1).
+SEEDS = {"mimic": [1234420321, 1678517510, 1679295649, 2141512896, 755346466],
+         "other": [707412115, 1928644128, 16910772, 1263880818, 1445547577]}
+
+# Per-dataset settings from the spec (§3.4, §3.5, §5.A): what differs between the TF (MIMIC) and
+# PyTorch (CIFAR, ModelNet, ImageNet) code paths.
+DATASET_DEFAULTS = {
+    "mimic": dict(task="binary", range_mode="fixed", topk_flavor="tf", topk_signal="server_kernel",
+                  server_compress="kernel"),
+    "cifar10": dict(task="multiclass", range_mode="max_norm", topk_flavor="torch", topk_signal="bias",
+                    server_compress="all"),
+    "modelnet10": dict(task="multiclass", range_mode="max_norm", topk_flavor="torch", topk_signal="bias",
+                       server_compress="all"),
+}
+
+
+def _subset(x, y, n, rng):
+    if n is None or n >= len(y):
+        return x, y
+    idx = np.sort(rng.choice(len(y), size=int(n), replace=False))
+    return x[idx], y[idx]
+
+
+def load_vertical(dataset: str, path: str, p: dict, M: int, seed: int) -> dict:
+    """Party-stacked float32 tensors (M, N, ...) for one dataset; `p` holds the experiment parameters."""
+    rng = np.random.default_rng(seed)
+    if dataset == "mimic":
+        d = load_timeseries(path)
+        T = p.get("timesteps")
+        xs = []
+        for x, y, n in ((d.x_train, d.y_train, p.get("n_train")), (d.x_test, d.y_test, p.get("n_test"))):
+            x, y = _subset(x, y, n, rng)
+            x = x[:, :T] if T else x                       # first T hours (quick scale)
+            xs.append((np.stack(feature_blocks(x.astype(np.float32), M, axis=-1)), y.astype(np.int64)))
+        n_out = 1
+    elif dataset == "cifar10":
+        d = load_images(path, scale=True)
+        xs = []
+        for x, y, n in ((d.x_train, d.y_train, p.get("n_train")), (d.x_test, d.y_test, p.get("n_test"))):
+            x, y = _subset(x, y, n, rng)
+            x = (x - 0.5) / 0.5                             # Normalize(0.5, 0.5) (§5.A.2)
+            q = np.stack([a.transpose(0, 3, 1, 2) for a in image_quadrants(x, "NHWC")])  # (4, N, C, h, w)
+            xs.append((q.astype(np.float32), y.astype(np.int64)))
+        n_out = 10
+    elif dataset == "modelnet10":
+        d = load_multiview(path, scale=True)
+        if p.get("train_fraction"):                       # a random quarter of the training pool per seed (A-25)
+            p = {**p, "n_train": int(len(d.y_train) * float(p["train_fraction"]))}
+        xs = []
+        for i, (x, y, n) in enumerate(((d.x_train, d.y_train, p.get("n_train")), (d.x_test, d.y_test, p.get("n_test")))):
+            x, y = _subset(x, y, n, rng)
+            g = np.stack(view_groups(x, M, view_axis=1))[:, :, :, None]   # (M, N, V, 1, H, W)
+            xs.append((g.astype(np.float32), y.astype(np.int64)))
+        n_out = 10
+    elif dataset == "imagenet100":
+        raise NotImplementedError("ImageNet-100 (Fig. D.8) runs need the JPEG loader with the shared random crop "
+                                  "(A-18); not implemented yet (docs/cvfl.md, 'Left undone')")
+    else:
+        raise ValueError(f"dataset must be mimic, cifar10, modelnet10 or imagenet100; got {dataset!r}")
+    (xtr, ytr), (xte, yte) = xs
+    return {"x_train": torch.from_numpy(np.ascontiguousarray(xtr)), "y_train": torch.from_numpy(ytr),
+            "x_test": torch.from_numpy(np.ascontiguousarray(xte)), "y_test": torch.from_numpy(yte),
+            "status": d.status, "n_out": n_out}
+
+
+def make_parties(dataset: str, p: dict, M: int, data: dict) -> tuple[torch.nn.Module, int]:
+    """The stacked party networks of a dataset (quick proxies or the paper's nets: `party` parameter)."""
+    from fedrepro.models.vfl_parties import StackedLSTM, StackedMLP, StackedResNet18, StackedViewCNN
+
+    P = int(p["P"])
+    kind = p.get("party", "paper")
+    x = data["x_train"]
+    if dataset == "mimic":
+        return StackedLSTM(M, x.shape[-1], P), P
+    if dataset == "cifar10":
+        if kind == "paper":
+            return StackedResNet18(M, P, stem="cifar"), P
+        return StackedMLP(M, int(np.prod(x.shape[2:])), int(p.get("hidden", 64)), P), P
+    if kind == "paper":   # [C]: Conv(3,64,11,s4,p2)-ReLU-MaxPool(5,3)-Conv(64,256,3,p1)-ReLU-MaxPool(5,3), max, FC
+        return StackedViewCNN(M, x.shape[3], x.shape[-1], P, channels=(64, 256), kernels=(11, 3), strides=(4, 1),
+                              paddings=(2, 1), pool=5, pool_stride=3), P
+    return StackedViewCNN(M, x.shape[3], x.shape[-1], P, channels=(int(p.get("channels", 8)),)), P
+
+
+def expand_grid(p: dict) -> list[dict]:
+    """The run configurations of an experiment: `compressors` x `bits` (+ none at b=32) and/or `runs`."""
+    out = []
+    if p.get("compressors"):
+        for comp in p["compressors"]:
+            for b in ([32] if comp == "none" else p["bits"]):
+                out.append({"compressor": comp, "b": b})
+    for r in p.get("runs") or []:
+        out.append(dict(r))
+    for r in out:
+        for k in ("Q", "M", "alg", "epochs"):
+            r.setdefault(k, p.get(k, {"Q": 10, "M": 4, "alg": 1}.get(k)))
+    return out
+
+
+def run_one(dataset: str, data_path: str, p: dict, run: dict, seed: int, *, device: str = "cpu",
+            data_cache: dict | None = None) -> tuple[list[dict], dict]:
+    M = int(run["M"])
+    key = (M, seed if p.get("subset_per_seed") else 0)
+    if data_cache is not None and key in data_cache:
+        data = data_cache[key]
+    else:
+        data = load_vertical(dataset, data_path, p, M, seed=key[1] + int(p.get("data_seed", 0)))
+        if data_cache is not None:
+            data_cache[key] = data
+    torch.manual_seed(seed)
+    parties, P = make_parties(dataset, p, M, data)
+    parties = parties.to(device)
+    n_out = data["n_out"]
+    cfg = CvflConfig(M=M, Q=int(run["Q"]), B=int(p["B"]), epochs=int(run["epochs"]), lr=float(p["lr"]),
+                     lr_drop_epoch=p.get("lr_drop_epoch"), lr_drop=p.get("lr_drop"), compressor=run["compressor"],
+                     b=int(run["b"]), alg=int(run["alg"]), theta0_code=M * P * max(n_out, 2),
+                     eval_train=bool(p.get("eval_train", True)), eval_every=int(p.get("eval_every", 1)),
+                     **DATASET_DEFAULTS[dataset])
+    trainer = CvflTrainer(cfg, parties, P, n_out, seed=seed, device=device)
+    n = data["y_train"].shape[0]
+    order = np.random.default_rng(seed).permutation(n)            # fixed per seed, no reshuffle (A-1)
+    t0 = time.perf_counter()
+    res = trainer.fit(*(data[k].to(device) for k in ("x_train", "y_train", "x_test", "y_test")), order)
+    wall = time.perf_counter() - t0
+    n_b = -(-n // cfg.B)
+    rows = [{"dataset": dataset, "compressor": run["compressor"], "b": int(run["b"]), "Q": cfg.Q, "M": M,
+             "alg": cfg.alg, "seed": seed, "n_b": n_b, **r} for r in res.rows]
+    return rows, {"status": data["status"], "wall": wall, "n_b": n_b, "P": P, "N_train": n}
+
+
+def run_experiment(params: dict, data_path: str, *, device: str = "cpu", log=print) -> tuple[pd.DataFrame, dict]:
+    dataset = params["dataset"]
+    seeds = SEEDS["mimic" if dataset == "mimic" else "other"][: int(params["n_seeds"])]
+    grid = expand_grid(params)
+    rows, timing, status = [], [], "real"
+    cache: dict = {}
+    for run, seed in itertools.product(grid, seeds):
+        r, facts = run_one(dataset, data_path, params, run, seed, device=device, data_cache=cache)
+        rows += r
+        status = facts["status"]
+        timing.append({**run, "seed": seed, "wall_s": round(facts["wall"], 2)})
+        log(f"{dataset} {run} seed {seed}: {facts['wall']:.1f} s, final metric {r[-1]['test_metric']:.3f}")
+    return pd.DataFrame(rows), {"status": status, "timing": timing}

@@ -1,0 +1,104 @@
+"""C-VFL tables and figures from the tidy run CSVs (cvfl.md §4 items 4-9, §5).
+
+- max metric: argmax of the seed-mean curve, reported with the population std (ddof=0, A-16) at that epoch;
+- cost to target: per seed, the first evaluated epoch whose metric >= target, times the per-epoch cost of
+  the paper's formula (bits_table); "–" (NaN) when any seed never reaches it (A-23), with the reached count;
+- Table 5: time = rounds to target x (Q t_comp + t_c), t_comp = 10 ms (A-14).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+COMP_ID = {"none": 0, "scalar": 1, "vector": 2, "topk": 3}
+COMP_LABEL = {"none": "No compression", "scalar": "Scalar", "vector": "Vector", "topk": "Top-k"}
+UNITS = {"mimic": ("MB", 8 * 2**20), "cifar10": ("GB", 8 * 2**30), "modelnet10": ("MB", 8 * 2**20),
+         "imagenet100": ("GB", 8 * 2**30)}
+METRIC = {"mimic": "test F1", "cifar10": "test accuracy (%)", "modelnet10": "test accuracy (%)",
+          "imagenet100": "top-5 test accuracy (%)"}
+RUN_KEYS = ["dataset", "M", "Q", "alg", "compressor", "b"]
+
+
+def resolve_target(runs: pd.DataFrame, target, fraction_of_none: float | None = None, Q: int = 10) -> float:
+    """A number, or (A-22, quick scale) `fraction_of_none` x the max of the uncompressed seed-mean curve."""
+    if fraction_of_none is None:
+        return float(target)
+    none = runs[(runs.compressor == "none") & (runs.Q == Q) & (runs.alg == 1)]
+    mean = none.groupby(["M", "epoch"])["test_metric"].mean()
+    return round(float(fraction_of_none * mean.max()), 2 if mean.max() <= 1 else 1)
+
+
+def curves(runs: pd.DataFrame, metric: str = "test_metric") -> pd.DataFrame:
+    g = runs.groupby(RUN_KEYS + ["epoch"])
+    out = g.agg(mean=(metric, "mean"), std=(metric, lambda v: float(np.std(v, ddof=0))), n=(metric, "size"),
+                bits=("bits_table", "first"), rounds=("rounds", "first")).reset_index()
+    return out
+
+
+def summary_table(runs: pd.DataFrame, target: float, *, max_epoch: dict | None = None) -> pd.DataFrame:
+    """One row per run configuration: max metric ± std, cost to target ± std (paper units), reduction."""
+    ds = runs["dataset"].iloc[0]
+    unit, per = UNITS[ds]
+    rows = []
+    for key, g in runs.groupby(RUN_KEYS, sort=False):
+        d = dict(zip(RUN_KEYS, key))
+        gg = g if not max_epoch or d["Q"] not in max_epoch else g[g.epoch <= max_epoch[d["Q"]]]
+        m = gg.groupby("epoch")["test_metric"]
+        mean, std = m.mean(), m.apply(lambda v: float(np.std(v, ddof=0)))
+        e_star = int(mean.idxmax())
+        costs, rounds = [], []
+        for _, s in g.groupby("seed"):
+            hit = s[s.test_metric >= target].sort_values("epoch")
+            costs.append(hit.bits_table.iloc[0] / per if len(hit) else np.nan)
+            rounds.append(hit.rounds.iloc[0] if len(hit) else np.nan)
+        costs, rounds = np.array(costs, float), np.array(rounds, float)
+        reached = int(np.isfinite(costs).sum())
+        rows.append({**d, "comp_id": COMP_ID[d["compressor"]], "seeds": len(costs), "reached": reached,
+                     "max_metric": float(mean[e_star]), "max_std": float(std[e_star]), "max_epoch": e_star,
+                     "cost": float(costs.mean()) if reached == len(costs) else np.nan,
+                     "cost_std": float(costs.std()) if reached == len(costs) else np.nan,
+                     "cost_reached_mean": float(np.nanmean(costs)) if reached else np.nan,
+                     "rounds": float(rounds.mean()) if reached == len(costs) else np.nan,
+                     "rounds_list": ";".join("nan" if not np.isfinite(r) else str(int(r)) for r in rounds),
+                     "epoch_cost": float(g[g.epoch == 1].bits_table.iloc[0] / per) if (g.epoch == 1).any() else np.nan,
+                     "target": target, "unit": unit})
+    t = pd.DataFrame(rows)
+    for M, g in t.groupby("M"):
+        none = g[(g.compressor == "none") & (g.Q == 10) & (g.alg == 1)]
+        base = float(none.cost.iloc[0]) if len(none) else np.nan
+        t.loc[g.index, "reduction_pct"] = 100 * (1 - g.cost / base)
+    return t
+
+
+def time_table(runs: pd.DataFrame, target: float, t_cs=(1, 10, 50, 200), t_comp_ms: float = 10.0) -> pd.DataFrame:
+    """Table 5: simulated time (s) to target per (t_c, Q); mean ± population std over the seeds that reach it."""
+    rows = []
+    for (Q, alg), g in runs.groupby(["Q", "alg"]):
+        R = []
+        for _, s in g.groupby("seed"):
+            hit = s[s.test_metric >= target].sort_values("epoch")
+            R.append(float(hit.rounds.iloc[0]) if len(hit) else np.nan)
+        R = np.array(R)
+        ok = R[np.isfinite(R)]
+        for tc in t_cs:
+            t = ok * (Q * t_comp_ms + tc) / 1000.0
+            rows.append({"t_c": tc, "Q": int(Q), "alg": int(alg), "seeds": len(R), "reached": len(ok),
+                         "time": float(t.mean()) if len(ok) else np.nan, "time_std": float(t.std()) if len(ok) else np.nan,
+                         "rounds": float(ok.mean()) if len(ok) else np.nan, "target": target})
+    out = pd.DataFrame(rows)
+    for tc, g in out.groupby("t_c"):
+        base = g[g.Q == 1].time
+        if len(base):
+            out.loc[g.index, "speedup_vs_q1"] = float(base.iloc[0]) / g.time
+    return out
+
+
+def cost_curves(runs: pd.DataFrame, x_max_bits: float | None = None) -> pd.DataFrame:
+    """Seed-mean curves against cumulative cost (paper units); truncated at x_max (the b=2 budget, §4 item 8)."""
+    c = curves(runs)
+    unit, per = UNITS[runs["dataset"].iloc[0]]
+    c["cost"] = c["bits"] / per
+    if x_max_bits is not None:
+        c = c[c.bits <= x_max_bits * (1 + 1e-9)]
+    return c

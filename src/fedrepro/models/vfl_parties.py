@@ -1,0 +1,174 @@
+"""Vertical-FL party networks stacked over the M parties (one set of weights per party, leading axis M).
+
+Every module here maps a party-stacked input ``x`` of shape (M, B, ...) to embeddings (M, B, P) in one
+batched call: no Python loop over parties (parameters carry a leading M axis and are applied with
+``einsum`` / grouped convolutions / ``torch.func.vmap``). Party m's output depends only on party m's
+parameters, so the gradient of a sum of per-party losses is each party's own gradient and plain SGD on
+the stacked tensors is M independent SGD steps.
+
+- ``StackedLSTM``     MIMIC-III (cvfl.md §5.A.1): one-layer LSTM, last hidden state, Keras init (A-19).
+- ``StackedMLP``      small quick-scale parties (Q-CIFAR proxy, tests): Linear-ReLU-Linear, unbounded output.
+- ``StackedViewCNN``  ModelNet10 (§5.A.3 shape, scaled): per-view conv stack shared over a party's views,
+                      element-wise max over the party's views, Linear to the embedding (no activation).
+- ``StackedResNet18`` CIFAR-10 / ImageNet-100 (§5.A.2/5.A.4): M ResNet-18s through stack_module_state + vmap.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def _uniform_(t: torch.Tensor, bound: float) -> torch.Tensor:
+    with torch.no_grad():
+        return t.uniform_(-bound, bound)
+
+
+class StackedLinear(nn.Module):
+    """M independent Linear(d_in, d_out): x (M, B, d_in) -> (M, B, d_out). PyTorch default init per party."""
+
+    def __init__(self, M: int, d_in: int, d_out: int, bias: bool = True) -> None:
+        super().__init__()
+        bound = 1.0 / math.sqrt(d_in)
+        self.weight = nn.Parameter(_uniform_(torch.empty(M, d_out, d_in), bound))
+        self.bias = nn.Parameter(_uniform_(torch.empty(M, d_out), bound)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.einsum("mbi,moi->mbo", x, self.weight)
+        return y + self.bias[:, None, :] if self.bias is not None else y
+
+
+class StackedMLP(nn.Module):
+    """Per party Linear(d_in, hidden) -> ReLU -> Linear(hidden, P) (linear, unbounded head: §7.2 Q-CIFAR)."""
+
+    def __init__(self, M: int, d_in: int, hidden: int, P: int) -> None:
+        super().__init__()
+        self.l1 = StackedLinear(M, d_in, hidden)
+        self.l2 = StackedLinear(M, hidden, P)
+        self.P = P
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.l2(F.relu(self.l1(x.flatten(2))))
+
+    def last_bias(self) -> torch.Tensor:
+        return self.l2.bias
+
+
+class StackedLSTM(nn.Module):
+    """M one-layer LSTMs (Keras ``LSTM(units=P)``): x (M, B, T, D) -> last hidden state (M, B, P).
+
+    Init as Keras (A-19): glorot-uniform input kernel, orthogonal recurrent kernel, zero bias with the
+    forget-gate bias 1. Gate order i, f, g(cell), o. The recursion over time is a loop over T; the M
+    parties and the B samples are batched in each step.
+    """
+
+    def __init__(self, M: int, d_in: int, P: int) -> None:
+        super().__init__()
+        self.P = P
+        limit = math.sqrt(6.0 / (d_in + 4 * P))
+        self.w_ih = nn.Parameter(_uniform_(torch.empty(M, d_in, 4 * P), limit))
+        w_hh = torch.empty(M, P, 4 * P)
+        for m in range(M):
+            nn.init.orthogonal_(w_hh[m])
+        self.w_hh = nn.Parameter(w_hh)
+        b = torch.zeros(M, 4 * P)
+        b[:, P : 2 * P] = 1.0
+        self.bias = nn.Parameter(b)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        M, B, T, _ = x.shape
+        P = self.P
+        xi = torch.einsum("mbtd,mdg->mbtg", x, self.w_ih) + self.bias[:, None, None, :]
+        h = x.new_zeros(M, B, P)
+        c = x.new_zeros(M, B, P)
+        for t in range(T):
+            g = xi[:, :, t] + torch.bmm(h, self.w_hh)
+            i, f, cc, o = g.split(P, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(cc)
+            h = torch.sigmoid(o) * torch.tanh(c)
+        return h
+
+
+class StackedViewCNN(nn.Module):
+    """Per party: conv stack shared over the party's views -> max over views -> Linear(., P).
+
+    x: (M, B, V, C, H, W) with V views per party. The paper's party net (two convs + FC(4096)) is built
+    with ``channels=(64, 256), kernels=(11, 3), strides=(4, 1), pools=(5, 5)/3``; the quick proxy uses one
+    small conv (§7.2 Q-ModelNet). Convolutions of the M parties run as one grouped convolution.
+    """
+
+    def __init__(self, M: int, in_ch: int, size: int, P: int, channels=(8,), kernels=(3,), strides=(1,),
+                 paddings=(0,), pool: int = 2, pool_stride: int | None = None) -> None:
+        super().__init__()
+        self.M, self.P = M, P
+        self.convs = nn.ModuleList()
+        ch = in_ch
+        for c_out, k, s, p in zip(channels, kernels, strides, paddings):
+            self.convs.append(nn.Conv2d(M * ch, M * c_out, k, stride=s, padding=p, groups=M))
+            ch = c_out
+        self.pool, self.pool_stride = pool, pool_stride or pool
+        with torch.no_grad():
+            feat = self._features(torch.zeros(1, 1, in_ch, size, size).expand(M, 1, 1, in_ch, size, size))
+        self.head = StackedLinear(M, feat.shape[-1], P)
+
+    def _features(self, x: torch.Tensor) -> torch.Tensor:
+        M, B, V, C, H, W = x.shape
+        z = x.permute(1, 2, 0, 3, 4, 5).reshape(B * V, M * C, H, W)
+        for conv in self.convs:
+            z = F.max_pool2d(F.relu(conv(z)), self.pool, self.pool_stride)
+        z = z.reshape(B, V, M, -1).amax(dim=1)  # element-wise max over the party's views
+        return z.permute(1, 0, 2)  # (M, B, features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self._features(x))
+
+    def last_bias(self) -> torch.Tensor:
+        return self.head.bias
+
+
+class StackedResNet18(nn.Module):
+    """M torchvision-style ResNet-18s (CIFAR stem for 16x16 quadrants, or the ImageNet stem), vmapped.
+
+    BatchNorm under vmap cannot update running statistics, so the parties' BatchNorms use batch
+    statistics in training and evaluation (``torch.func.replace_all_batch_norm_modules_``): this is what
+    the authors' code effectively did at test time ([C], §5.A.2), not A-6's eval mode (docs/cvfl.md).
+    """
+
+    def __init__(self, M: int, P: int, stem: str = "cifar") -> None:
+        super().__init__()
+        import copy
+
+        import torchvision
+        from torch.func import replace_all_batch_norm_modules_, stack_module_state
+
+        def one():
+            net = torchvision.models.resnet18(num_classes=P)
+            if stem == "cifar":  # 3x3 stride-1 stem, no max-pool (§5.A.2); head 512 -> P
+                net.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+                net.maxpool = nn.Identity()
+            return replace_all_batch_norm_modules_(net)
+
+        nets = [one() for _ in range(M)]
+        params, buffers = stack_module_state(nets)
+        self.params = nn.ParameterDict({k.replace(".", "__"): nn.Parameter(v) for k, v in params.items()})
+        self._buffers_stacked = buffers
+        self._base = [copy.deepcopy(nets[0]).to("meta")]
+        self.P = P
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.func import functional_call, vmap
+
+        base = self._base[0]
+        params = {k.replace("__", "."): v for k, v in self.params.items()}
+        buffers = {k: v.to(x.device) for k, v in self._buffers_stacked.items()}
+
+        def f(p, b, xm):
+            return functional_call(base, (p, b), (xm,))
+
+        return vmap(f)(params, buffers, x)
+
+    def last_bias(self) -> torch.Tensor:
+        return self.params["fc__bias"]

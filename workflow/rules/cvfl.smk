@@ -1,0 +1,30 @@
+# Castiglia et al., Compressed-VFL (ICML 2022): run rules.  Registry: config/papers/cvfl.yaml.  Spec: cvfl.md.
+# One job per (experiment, configuration): the whole grid of (compressor, b, Q, M, seed) runs of that experiment,
+# written as one tidy long CSV that several artifacts read (Fig. 3, Tables 2-5, Figs. 4, D.x).
+
+CVFL_DATA = {"mimic": "mimic3_ihm", "mimic_q": "mimic3_ihm", "cifar10": "cifar10", "modelnet10": "modelnet10",
+             "modelnet10_m12": "modelnet10", "imagenet100": "imagenet100"}
+# Experiments that need a GPU at paper scale (cvfl.md §7.1): ResNet-18 and the ModelNet CNN.
+CVFL_GPU = ("cifar10", "modelnet10", "modelnet10_m12", "imagenet100")
+
+
+rule cvfl_run:
+    """C-VFL: every run of one experiment's configuration (compressors x b x Q x M x seeds) -> tidy long CSV."""
+    input:
+        data=lambda wc: prepared(CVFL_DATA[wc.experiment]),
+        code=code("cvfl/__init__", "cvfl/simulator", "cvfl/experiments", "comm", "models", "data"),  # not the summaries
+    output:
+        csv="results/{scale}/cvfl/runs/{experiment}/{configuration}.csv",
+        prov="results/{scale}/cvfl/runs/{experiment}/{configuration}.csv.prov.json",
+    wildcard_constraints:
+        experiment="|".join(CVFL_DATA),
+    params:
+        cfg=lambda wc: run_params("cvfl", wc.experiment, wc.configuration, wc.scale),
+    log:
+        "results/{scale}/cvfl/logs/runs/{experiment}/{configuration}.log",
+    threads: 1
+    resources:
+        mem_mb=4000,
+        gpu=lambda wc: 1 if wc.scale == "paper" and wc.experiment in CVFL_GPU else 0,
+    script:
+        "../scripts/cvfl_run.py"
