@@ -56,6 +56,8 @@ def _ordered(values, by, sign: int) -> bool:
 # What a claim's `expr`, `ours` and `qualitative` expressions may use besides the artifact's columns.
 EXPR_HELPERS = {
     "np": np, "abs": np.abs, "all": np.all, "any": np.any, "min": np.min, "max": np.max, "mean": np.mean,
+    "len": len, "sum": sum, "float": float, "int": int, "bool": bool, "round": round, "zip": zip,
+    "sorted": sorted, "list": list, "range": range,
     "increasing": lambda values, by: _ordered(values, by, +1),   # strictly increasing when sorted by `by`
     "decreasing": lambda values, by: _ordered(values, by, -1),
 }
