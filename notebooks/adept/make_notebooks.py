@@ -25,7 +25,7 @@ from IPython.display import Markdown, display
 
 from fedrepro.adept import artifacts as A
 from fedrepro.io import write_csv
-from fedrepro.notebook import default_outputs, repo_root
+from fedrepro.notebook import default_outputs, repo_root, uses_stand_in
 from fedrepro.plotting import apply_style, markdown_table, save_figure
 
 root = Path(root) if root else repo_root()
@@ -34,8 +34,7 @@ if run_files is None:
 if outputs is None:
     outputs = default_outputs(root, scale, "adept", "{name}", "{kind}")
 runs = pd.concat([pd.read_csv(root / f) for f in run_files], ignore_index=True)
-stand_in = any(v == "stand-in" for f in run_files if Path(str(root / f) + ".prov.json").exists()
-               for v in json.loads(Path(str(root / f) + ".prov.json").read_text()).get("data", {{}}).values())
+stand_in = uses_stand_in(root, run_files)
 shown = configuration if configuration in set(runs["configuration"]) else runs["configuration"].iloc[0]
 print("runs:", run_files, "| stand-in data:", stand_in)'''
 

@@ -49,7 +49,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from fedrepro.cvfl.artifacts import make_artifact
-from fedrepro.notebook import default_outputs, repo_root
+from fedrepro.notebook import data_status, default_outputs, repo_root
 from fedrepro.registry import Registry
 
 root = Path(root) if root else repo_root()
@@ -61,11 +61,7 @@ runs = pd.concat([pd.read_csv(root / f) for f in run_files], ignore_index=True)
 if configuration not in set(runs["configuration"]):   # C-VFL has one configuration, as-stated
     configuration = runs["configuration"].iloc[0]
 runs = runs[runs["configuration"] == configuration]
-status = {{}}
-for f in run_files:
-    side = Path(root / f).with_name(Path(f).name + ".prov.json")
-    if side.exists():
-        status.update(json.loads(side.read_text()).get("data", {{}}))
+status = data_status(root, run_files)
 stand_in = any(v == "stand-in" for v in status.values())
 target_fraction = None if scale == "paper" else 0.9
 print("data:", status, "| runs:", len(runs), "rows | relative targets:", target_fraction)'''

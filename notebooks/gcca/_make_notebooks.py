@@ -29,7 +29,7 @@ from IPython.display import Markdown, display
 
 from fedrepro.gcca import summaries
 from fedrepro.io import write_csv, write_text
-from fedrepro.notebook import default_outputs, repo_root
+from fedrepro.notebook import default_outputs, repo_root, uses_stand_in
 from fedrepro.plotting import apply_style, markdown_table, save_figure
 
 root = Path(root) if root else repo_root()
@@ -239,8 +239,7 @@ def data_setup_cell(artifact, experiment, kind):
     cell.source = cell.source.replace("from fedrepro.gcca import summaries",
                                       "import json\n\nfrom fedrepro.gcca import data_summaries as summaries")
     cell.source += """
-sidecars = [Path(root / f"{f}.prov.json") for f in run_files]
-stand_in = any(v == "stand-in" for s in sidecars if s.exists() for v in json.loads(s.read_text()).get("data", {}).values())
+stand_in = uses_stand_in(root, run_files)
 print("stand-in data:", stand_in)"""
     return cell
 

@@ -73,7 +73,7 @@ from IPython.display import Markdown, display
 
 from fedrepro.decentral.figures import fig3_3_figure, figure_data, plot_panels
 from fedrepro.io import write_csv
-from fedrepro.notebook import default_outputs, repo_root
+from fedrepro.notebook import default_outputs, repo_root, uses_stand_in
 from fedrepro.plotting import markdown_table, save_figure
 from fedrepro.registry import Registry
 
@@ -84,11 +84,7 @@ if run_files is None:
 if outputs is None:
     outputs = default_outputs(root, scale, "thesis", "{name}", "figure")
 runs = pd.concat([pd.read_csv(root / f) for f in run_files], ignore_index=True)
-stand_in = False
-for f in run_files:
-    side = Path(root / f).with_name(Path(f).name + ".prov.json")
-    if side.exists():
-        stand_in |= any(v == "stand-in" for v in json.loads(side.read_text()).get("data", {{}}).values())
+stand_in = uses_stand_in(root, run_files)
 params = {{c: registry.params("thesis", "{exp}", c, scale) for c in runs["configuration"].unique()}}
 shown = configuration if configuration in params else next(iter(params))
 n_nodes = int(params[shown]["n"])
