@@ -3,8 +3,9 @@
 `run_method(params, method, seed, task)` -> tidy rows (one per eval point and metric) with the cumulative bits
 (network total under B32 = the compressors' measured payload, re-priced as B64idx and Blog from the ledger),
 per-node bits, communication rounds, transmissions and the airtime bits (Σ_sync max_i bits_i).
-Tasks: `MnistTask` (multinomial logistic regression, batched closed-form gradient) and `TorchTask` (any torch
-module via fedrepro.models.StackedModel: ResNet-20 / ResNet-50 / MLP proxies).
+Tasks: `MnistTask` (multinomial logistic regression, batched closed-form gradient), `TorchTask` (any torch
+module via fedrepro.models.StackedModel on in-memory images: ResNet-20 / MLP proxies) and `ImageFolderTask`
+(the same on a streamed ImageNet folder: ResNet-50, Fig. 3.1).
 """
 
 from __future__ import annotations
@@ -139,6 +140,65 @@ class TorchTask:
         return {"test_acc": acc, "test_error": 1.0 - acc, "train_loss": loss}
 
 
+class ImageFolderTask:
+    """Thesis Fig. 3.1: a torch module on an ImageNet-style image folder that does not fit in memory.  Minibatches
+    stream from fedrepro.data.imagefolder (each node reshuffles its own shard every epoch, A-40; RandomResizedCrop
+    + flip, A-42); evaluation decodes the validation images and a fixed training subset (A-30) with
+    Resize + CenterCrop."""
+
+    def __init__(self, module, index, n: int, partition: str, batch: int, seed: int, image_size: int = 224,
+                 train_eval: int | None = 50000, test_eval: int | None = None, augment: bool = True,
+                 workers: int = 0, eval_batch: int = 250, device: str = "cpu"):
+        from fedrepro.data import node_split
+        from fedrepro.data.imagefolder import TRAIN, VAL, ImageFiles, ImageTransform, node_batches
+        from fedrepro.models.stacked import StackedModel
+
+        self.device = torch.device(device)
+        self.model = StackedModel(module, n, device=self.device)
+        train = ImageFiles(index, TRAIN, ImageTransform(image_size, train=augment))
+        self.train_eval = ImageFiles(index, TRAIN, ImageTransform(image_size, train=False))
+        self.test = ImageFiles(index, VAL, ImageTransform(image_size, train=False))
+        parts = node_split(train.labels, n, partition, rng_stream(seed, "decentral", "partition"))
+        m = min(len(p) for p in parts)
+        self.shards = np.stack([p[:m] for p in parts])
+        pin = self.device.type == "cuda"
+        self.batches = node_batches(train, self.shards, batch, int(rng_stream(seed, "decentral", "minibatch")
+                                                                       .integers(2**62)), workers, pin)
+        k = len(train) if not train_eval else min(int(train_eval), len(train))
+        self.train_subset = np.sort(rng_stream(seed, "decentral", "train_eval").choice(len(train), size=k, replace=False))
+        self.test_subset = None if not test_eval else np.arange(min(int(test_eval), len(self.test)))
+        self.workers, self.eval_batch = int(workers), int(eval_batch)
+        self.n, self.d = n, self.model.d
+        self.segments = self.model.segments
+
+    def x0(self) -> torch.Tensor:
+        return self.model.x0()
+
+    def grad(self, X: torch.Tensor, t: int) -> torch.Tensor:
+        xb, yb = next(self.batches)
+        return self.model.grad(X, xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True))
+
+    @torch.no_grad()
+    def _score(self, w: torch.Tensor, files, subset) -> tuple[float, float]:
+        """(accuracy, mean cross-entropy) of parameter vector w over `subset` of `files`, streamed in batches."""
+        from fedrepro.data.imagefolder import SequentialBatches, make_loader
+
+        loader = make_loader(files, SequentialBatches(len(files), self.eval_batch, subset), self.workers)
+        correct, loss, count = 0, 0.0, 0
+        for x, y in loader:
+            logits = self.model.predict_logits(w, x.to(self.device), batch=self.eval_batch)
+            y = y.to(self.device)
+            correct += int(logits.argmax(1).eq(y).sum())
+            loss += float(torch.nn.functional.cross_entropy(logits, y, reduction="sum"))
+            count += len(y)
+        return correct / count, loss / count
+
+    def evaluate(self, w: torch.Tensor) -> dict:
+        acc, _ = self._score(w, self.test, self.test_subset)
+        _, loss = self._score(w, self.train_eval, self.train_subset)
+        return {"test_acc": acc, "test_error": 1.0 - acc, "train_loss": loss}
+
+
 def build_engine(params: dict, method: str, task, seed: int, gamma: float | None = None, T: int | None = None,
                  threshold_scale: float = 1.0) -> DecentralEngine:
     n = int(params["n"])
@@ -259,10 +319,7 @@ def make_task_factory(params: dict, data_path: str, device: str = "cpu"):
 
     ds, model = params["dataset"], params["model"]
     if ds == "imagenet":
-        raise NotImplementedError(
-            "Fig. 3.1 (ImageNet ResNet-50) needs the ImageNet image-folder pipeline on a GPU; the engine and "
-            "ResNet-50 (fedrepro.models.resnet50 + StackedModel) are in place but the JPEG loader is not wired yet "
-            "(docs/thesis_ch3.md, 'Left undone').")
+        return _image_folder_factory(params, data_path, device)
     if model == "logreg":
         split = load_images(data_path, scale=True, flatten=True)
         return (lambda seed: MnistTask(split, int(params["n"]), params.get("partition", "sorted"), int(params["batch"]),
@@ -281,6 +338,32 @@ def make_task_factory(params: dict, data_path: str, device: str = "cpu"):
                              augment=bool(params.get("augment", False)), device=device)
         return make, split.status, {"n_train": len(split.y_train)}
     raise ValueError(f"unknown model {model!r}")
+
+
+def _image_folder_factory(params: dict, data_path: str, device: str):
+    """Fig. 3.1: ResNet-50 (paper) or a CIFAR-style ResNet proxy (smoke) on a streamed image folder."""
+    from fedrepro.data import load_image_index
+
+    index = load_image_index(data_path)
+    n_classes = len(index.classes)
+    model = params["model"]
+
+    def make(seed):
+        torch.manual_seed(int(rng_stream(seed, "decentral", "init").integers(2**62)))   # A-02: common init
+        if model == "resnet50":
+            from fedrepro.models.resnet import resnet50
+            module = resnet50(num_classes=n_classes)
+        elif model == "resnet20":
+            from fedrepro.models.resnet import resnet20
+            module = resnet20(num_classes=n_classes, width=int(params.get("width", 16)),
+                              depth_blocks=int(params.get("depth_blocks", 3)))
+        else:
+            raise ValueError(f"thesis fig3_1: model must be resnet50 or resnet20, got {model!r}")
+        return ImageFolderTask(module, index, int(params["n"]), params.get("partition", "iid"), int(params["batch"]),
+                               seed, image_size=int(params.get("image_size", 224)), train_eval=params.get("train_eval"),
+                               test_eval=params.get("test_eval"), augment=bool(params.get("augment", True)),
+                               workers=int(params.get("loader_workers", 0)), device=device)
+    return make, index.status, {"n_train": int((index.split == 0).sum())}
 
 
 def prepare_params(params: dict, info: dict) -> dict:
