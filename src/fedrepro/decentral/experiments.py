@@ -292,22 +292,38 @@ def to_long(frame: pd.DataFrame, method: str, seed: int) -> pd.DataFrame:
 
 
 def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, dict]:
-    """Every method x seed of one configuration.  make_task(seed) -> a fresh task (data, sampler)."""
+    """Every method x seed of one configuration.  make_task(seed) -> a fresh task (data, sampler).
+
+    `trigger_scales` (a list; the threshold-scale sweep of spec RISK R-1 / §7.2): every event-triggered method runs
+    once per scale s with its threshold c_t multiplied by s (on top of any A-22 calibration; s = 0 is "no trigger"),
+    and the rows get a `trigger_scale` column.  γ is tuned (if `tune_gamma`) once, at the configuration's own
+    threshold, and used for every scale."""
     seeds = [int(params["seed"]) + i for i in range(int(params.get("seeds", 1)))]
     frames, facts = [], {"runs": [], "gamma_tuning": {}}
     if params.get("trigger_calibrate") and "squarm" in params["methods"]:
         cal = calibrate_trigger(params, make_task, seeds[0], log)
         params = dict(params, trigger_scale=cal["scale"])
         facts["trigger_calibration"] = cal
+    sweep = params.get("trigger_scales")
+    base_scale = float(params.get("trigger_scale", 1.0))
     for method in params["methods"]:
         gamma = float(params["gamma"].get(method, 1.0)) if isinstance(params.get("gamma"), dict) else 1.0
         if params.get("tune_gamma") and method != "vanilla":
             gamma, losses = tune_gamma(params, method, lambda: make_task(seeds[0]), seeds[0], log)
             facts["gamma_tuning"][method] = {"chosen": gamma, "losses": {str(k): v for k, v in losses.items()}}
-        for seed in seeds:
-            frame, f = run_method(params, method, make_task(seed), seed, gamma, log)
-            frames.append(to_long(frame, method, seed))
-            facts["runs"].append({**f, "seed": seed})
+        scales = [float(s) for s in sweep] if sweep is not None and method == "squarm" else [None]
+        for scale in scales:
+            p = params if scale is None else dict(params, trigger_scale=base_scale * scale)
+            if scale is not None:
+                log(f"  {method}: threshold scale {scale:g} (c_t x {base_scale * scale:g})")
+            for seed in seeds:
+                frame, f = run_method(p, method, make_task(seed), seed, gamma, log)
+                long = to_long(frame, method, seed)
+                if scale is not None:
+                    long.insert(2, "trigger_scale", scale)
+                    f = {**f, "trigger_scale": scale}
+                frames.append(long)
+                facts["runs"].append({**f, "seed": seed})
     return pd.concat(frames, ignore_index=True), facts
 
 
