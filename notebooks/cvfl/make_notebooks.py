@@ -15,6 +15,7 @@ ARTIFACTS = {
     "table4": ("table", "Table 4 — ModelNet10, max accuracy and cost to 75%"),
     "table5": ("table", "Table 5 — MIMIC-III, time to F1 = 0.45 against Q and t_c"),
     "tabled1": ("table", "Table D.1 — MIMIC-III, cost to F1 = 0.4, Algorithm 2 (Q = 1) vs Algorithm 1"),
+    "tablecost": ("table", "Cost check — the printed costs and times from the recovered formula"),
     "fig3": ("figure", "Figure 3 — C-VFL at b = 2 on three datasets"),
     "fig4": ("figure", "Figure 4 — ModelNet10 VQ, M = 4 vs M = 12"),
     "figd1": ("figure", "Figure D.1 — MIMIC-III by epochs"),
@@ -66,6 +67,17 @@ stand_in = any(v == "stand-in" for v in status.values())
 target_fraction = None if scale == "paper" else 0.9
 print("data:", status, "| runs:", len(runs), "rows | relative targets:", target_fraction)'''
 
+# The cost check needs no data and no training: its one "run" is the formula applied to the spec's derived epochs.
+INTRO_FOR = {"tablecost": """C-VFL (Castiglia et al., ICML 2022), spec `shared/specs/cvfl.md`; decisions in `docs/cvfl.md`.
+No data and no training: `results/<scale>/cvfl/runs/cost_formula/as-stated.csv` holds, for every cost the paper
+prints (Tables 2, 3, 4, D.1), Fig. 4's per-epoch costs and Table 5's times and speed-ups, the recovered formula
+(cvfl.md §3.5) or time model (§4 item 9) at the spec's derived mean epochs (§3.6, §5), computed by
+`fedrepro.cvfl.costcheck` through the functions every run uses, next to the printed number (read from the
+registry's claims). The same at every scale."""}
+LOAD_FOR = {"tablecost": LOAD[: LOAD.index("stand_in = ")] + 'print("data:", status, "| rows:", len(runs))'}
+BUILD_FOR = {"tablecost": '''table, md = make_artifact("{name}", runs, outputs, label=label)
+display(Markdown(md))'''}
+
 BUILD = {"table": '''table, md = make_artifact("{name}", runs, outputs, target_fraction=target_fraction, label=label, stand_in=stand_in)
 display(Markdown(md + ("\\n\\n*Stand-in data: not comparable with the paper.*" if stand_in else "")))''',
          "figure": '''fig, data = make_artifact("{name}", runs, outputs, target_fraction=target_fraction, label=label, stand_in=stand_in)
@@ -76,8 +88,16 @@ for name, (kind, title) in ARTIFACTS.items():
     nb = new_notebook()
     params = new_code_cell(PARAMS.format(label=title.split(" — ")[0]))
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [new_markdown_cell(f"# C-VFL {title}\n\n{INTRO}"), params,
-                new_code_cell(LOAD.format(name=name, kind=kind)), new_code_cell(BUILD[kind].format(name=name))]
+    build = BUILD_FOR.get(name, BUILD[kind])
+    nb.cells = [new_markdown_cell(f"# C-VFL {title}\n\n{INTRO_FOR.get(name, INTRO)}"), params,
+                new_code_cell(LOAD_FOR.get(name, LOAD).format(name=name, kind=kind)), new_code_cell(build.format(name=name))]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, HERE / f"{name}.ipynb")
+    path = HERE / f"{name}.ipynb"
+    if path.exists():  # keep the stored cell ids, so that regenerating leaves unchanged notebooks unchanged
+        old = nbformat.read(path, as_version=4)
+        if len(old.cells) == len(nb.cells):
+            for new, prev in zip(nb.cells, old.cells):
+                if "id" in prev:
+                    new["id"] = prev["id"]
+    nbformat.write(nb, path)
 print("wrote", len(ARTIFACTS), "notebooks")

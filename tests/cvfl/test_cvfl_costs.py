@@ -1,10 +1,17 @@
 """The run's cost accounting reproduces the paper's Table 2, Table 4 and Table D.1 costs from the spec's derived
-epochs (cvfl.md §3.5-3.6, §5.2, §5.4, §5.7), and Table 5's times from the derived round counts (§4 item 9)."""
+epochs (cvfl.md §3.5-3.6, §5.2, §5.4, §5.7), and Table 5's times from the derived round counts (§4 item 9).
+
+The numbers here are typed in from the spec on purpose: they check, independently of the registry, the library
+function behind the cost-check artifact (fedrepro.cvfl.costcheck, tests/cvfl/test_cvfl_costcheck.py)."""
 
 import numpy as np
 import pytest
 
+from conftest import REPO
+from fedrepro.cvfl.costcheck import cost_check
 from fedrepro.cvfl.simulator import CvflConfig, run_epoch_bits
+from fedrepro.cvfl.summaries import simulated_time_s
+from fedrepro.registry import Registry
 
 MIB = 8 * 2**20
 # (compressor, b) -> (paper cost in MB, derived mean epochs) -- Table 2 (MIMIC-III, N=14,681, B=1000, P=16, M=4)
@@ -50,4 +57,26 @@ def test_table5_time_model():
     # time = R (Q t_comp + t_c), R = 15 x derived epochs: 4662 rounds at Q = 10 for every t_c
     for tc, paper in ((1, 470.86), (10, 512.82), (50, 699.30), (200, 1398.60)):
         assert 4662 * (10 * 10 + tc) / 1000 == pytest.approx(paper, abs=0.01)
+        assert float(simulated_time_s(4662, 10, tc)) == pytest.approx(paper, abs=0.01)   # the library's time model
     assert np.isclose(63138.75 * (10 + 200) / 1000, 13259.14, atol=0.01)
+    assert np.isclose(simulated_time_s(63138.75, 1, 200), 13259.14, atol=0.01)
+    assert np.isclose(simulated_time_s(1773.75, 25, 200), 798.19, atol=0.01)
+
+
+def test_cost_check_rows_agree_with_these_numbers():
+    """The cost-check artifact's library function (numbers from the registry) against the numbers typed in here."""
+    registry = Registry.load(REPO)
+    rows = cost_check(registry.params("cvfl", "cost_formula", "as-stated", "quick"), registry.claims("cvfl"))
+    name = {0: "none", 1: "scalar", 2: "vector", 3: "topk"}
+    for part, table, n_train, B, P, n_out in (("table2", TABLE2, 14681, 1000, 16, 1),
+                                              ("table4", TABLE4, 1008, 64, 4096, 10)):
+        got = rows[rows.part == part]
+        assert len(got) == len(table)
+        for comp_id, b, paper, epochs, formula in zip(got.comp_id, got.b, got.paper, got.derived, got.formula):
+            cost, derived = table[(name[comp_id], b)]
+            assert (paper, epochs) == (cost, derived)
+            bits = run_epoch_bits(CvflConfig(M=4, Q=10, B=B, compressor=name[comp_id], b=b), n_train, P=P, n_out=n_out)
+            assert formula == pytest.approx(derived * bits / MIB, rel=1e-12)
+    t5 = rows[(rows.part == "table5_time") & (rows.Q == 10)].sort_values("t_c")
+    assert list(t5.t_c) == [1, 10, 50, 200]
+    assert list(t5.formula) == pytest.approx([470.862, 512.82, 699.3, 1398.6])

@@ -28,3 +28,23 @@ rule cvfl_run:
         gpu=lambda wc: 1 if wc.scale == "paper" and wc.experiment in CVFL_GPU else 0,
     script:
         "../scripts/cvfl_run.py"
+
+
+rule cvfl_cost_run:
+    """C-VFL cost check: the paper's printed costs (Tables 2-4, D.1), Fig. 4's per-epoch costs and Table 5's times from
+    the recovered formula at the spec's derived epochs. No data, no training; the same at every scale."""
+    input:
+        registry="config/papers/cvfl.yaml",   # the printed numbers: the claims' paper tables
+        code=code("cvfl/__init__", "cvfl/costcheck", "cvfl/simulator", "cvfl/summaries", "comm/conventions"),
+    output:
+        csv="results/{scale}/cvfl/runs/cost_formula/{configuration}.csv",
+        prov="results/{scale}/cvfl/runs/cost_formula/{configuration}.csv.prov.json",
+    params:
+        cfg=lambda wc: run_params("cvfl", "cost_formula", wc.configuration, wc.scale),
+    log:
+        "results/{scale}/cvfl/logs/runs/cost_formula/{configuration}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../scripts/cvfl_cost_run.py"

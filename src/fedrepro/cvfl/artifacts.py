@@ -1,4 +1,4 @@
-"""Every C-VFL artifact (tables 2-5, D.1; figures 3, 4, D.1-D.8) from run CSVs: data CSV + table/figure.
+"""Every C-VFL artifact (tables 2-5, D.1, the cost check; figures 3, 4, D.1-D.8) from run CSVs: data CSV + table/figure.
 
 The notebooks call ``make_artifact``; all logic lives here so the notebooks stay thin.
 """
@@ -80,6 +80,59 @@ def _figure_summary(runs, target, M=None):
     return t.assign(row="summary")
 
 
+COST_PARTS = {
+    "table2": "Table 2 — MIMIC-III, cost (MB) to F1 = 0.4",
+    "table3": "Table 3 — CIFAR-10, cost (GB) to 70%",
+    "table4": "Table 4 — ModelNet10, cost (MB) to 75%",
+    "tabled1": "Table D.1 — MIMIC-III, cost (MB) to F1 = 0.4, Algorithm 1 (Q = 10, 25)",
+    "tabled1_alg2": "Table D.1 — MIMIC-III, cost (MB) to F1 = 0.4, Algorithm 2 (Q = 1)",
+    "fig4": "Fig. 4 — ModelNet10, MB per epoch (spec [D])",
+    "fig4_axis": "Fig. 4 — ModelNet10, x-axis span (MB): 100 epochs at b = 2",
+    "table5_time": "Table 5 — MIMIC-III VQ b = 3, time (s) to F1 = 0.45: rounds x (10 Q + t_c) ms",
+    "table5_std": "Table 5 — its stds (s): one round-count std per Q",
+    "table5_speedup": "Table 5 — speed-up over Q = 1 (spec [D])",
+}
+
+
+def _num(x, nd=None) -> str:
+    if not np.isfinite(x):
+        return ""
+    return f"{x:.{nd}f}" if nd is not None else f"{x:.8g}"
+
+
+def cost_table(rows: pd.DataFrame, outputs: dict, label: str = "") -> tuple[pd.DataFrame, str]:
+    """The cost check (rows from ``fedrepro.cvfl.costcheck.cost_check``): data CSV + one Markdown table per part."""
+    write_csv(outputs["csv"], rows)
+    within = (rows.formula - rows.paper).abs() <= rows.resolution + 1e-9 * rows.paper.abs()
+    parts = [f"**{label}** — the formula (or time model) at the spec's derived epochs vs the printed number; "
+             f"{int(within.sum())} of {len(rows)} within the printed digits. "
+             "'implied': the epochs (Table 5: rounds) the printed number implies; "
+             "'whole runs': a whole number of them per run, averaged over the runs, fits the print rounding (§3.6)."]
+    for part, g in rows.groupby("part", sort=False):
+        ok = within[g.index]
+        count_name = {"table5_time": "rounds (spec)", "table5_std": "round std (one per Q)"}.get(part, "epochs (spec)")
+        shown = pd.DataFrame({
+            "cell": g.label,
+            "paper": [_num(v, int(d)) for v, d in zip(g.paper, g.decimals)],
+            "formula": [_num(v, int(d) + 3) for v, d in zip(g.formula, g.decimals)],
+            "rel. error": [f"{e:+.2e}" for e in g.rel_err],
+            count_name: [_num(v) for v in g["derived"]],
+            "implied": [_num(v) for v in g.implied],
+            "runs": ["" if not np.isfinite(r) else str(int(r)) for r in g.runs],
+            "whole runs": ["" if not np.isfinite(v) else ("yes" if v == 1 else "no") for v in g.on_grid],
+            "printed digits": ["yes" if v else "no" for v in ok],
+        })
+        if part == "table5_speedup":
+            shown.insert(3, "from the printed times", [_num(v, 4) for v in g.from_paper_times])
+        shown = shown.loc[:, [c for c in shown.columns if (shown[c] != "").any()]]
+        unit = g.unit.iloc[0]
+        parts.append(f"### {COST_PARTS.get(part, part)}\n\nunit {unit}; source: {g.source.iloc[0]}\n\n"
+                     + markdown_table(shown))
+    md = "\n\n".join(parts)
+    write_text(outputs["md"], md + "\n")
+    return rows, md
+
+
 def make_artifact(artifact: str, runs: pd.DataFrame, outputs: dict, *, target_fraction: float | None = None,
                   targets: dict | None = None, label: str = "", stand_in: bool = False):
     """Build one artifact. ``targets``: per dataset, the paper's target (used when target_fraction is None)."""
@@ -90,6 +143,8 @@ def make_artifact(artifact: str, runs: pd.DataFrame, outputs: dict, *, target_fr
             return float(targets[key or ds])
         return resolve_target(sub, None, min(0.99, target_fraction * frac_scale))
 
+    if artifact == "tablecost":
+        return cost_table(runs.reset_index(drop=True), outputs, label)
     main = runs[(runs.Q == 10) & (runs.alg == 1)]
     if artifact in ("table2", "table3", "table4"):
         ds = {"table2": "mimic", "table3": "cifar10", "table4": "modelnet10"}[artifact]

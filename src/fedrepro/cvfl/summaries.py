@@ -18,6 +18,13 @@ UNITS = {"mimic": ("MB", 8 * 2**20), "cifar10": ("GB", 8 * 2**30), "modelnet10":
 METRIC = {"mimic": "test F1", "cifar10": "test accuracy (%)", "modelnet10": "test accuracy (%)",
           "imagenet100": "top-5 test accuracy (%)"}
 RUN_KEYS = ["dataset", "M", "Q", "alg", "compressor", "b"]
+T_COMP_MS = 10.0  # one local iteration (A-14)
+
+
+def simulated_time_s(rounds, Q: int, t_c_ms: float, t_comp_ms: float = T_COMP_MS):
+    """Table 5's time model (§4 item 9, A-14), in seconds: R rounds, each Q local iterations of t_comp (parties and
+    server in parallel) and one round trip t_c, whatever the message size."""
+    return np.asarray(rounds, dtype=np.float64) * (Q * t_comp_ms + t_c_ms) / 1000.0
 
 
 def resolve_target(runs: pd.DataFrame, target, fraction_of_none: float | None = None, Q: int = 10) -> float:
@@ -71,7 +78,7 @@ def summary_table(runs: pd.DataFrame, target: float, *, max_epoch: dict | None =
     return t
 
 
-def time_table(runs: pd.DataFrame, target: float, t_cs=(1, 10, 50, 200), t_comp_ms: float = 10.0) -> pd.DataFrame:
+def time_table(runs: pd.DataFrame, target: float, t_cs=(1, 10, 50, 200), t_comp_ms: float = T_COMP_MS) -> pd.DataFrame:
     """Table 5: simulated time (s) to target per (t_c, Q); mean ± population std over the seeds that reach it."""
     rows = []
     for (Q, alg), g in runs.groupby(["Q", "alg"]):
@@ -82,7 +89,7 @@ def time_table(runs: pd.DataFrame, target: float, t_cs=(1, 10, 50, 200), t_comp_
         R = np.array(R)
         ok = R[np.isfinite(R)]
         for tc in t_cs:
-            t = ok * (Q * t_comp_ms + tc) / 1000.0
+            t = simulated_time_s(ok, Q, tc, t_comp_ms)
             rows.append({"t_c": tc, "Q": int(Q), "alg": int(alg), "seeds": len(R), "reached": len(ok),
                          "time": float(t.mean()) if len(ok) else np.nan, "time_std": float(t.std()) if len(ok) else np.nan,
                          "rounds": float(ok.mean()) if len(ok) else np.nan, "target": target})
