@@ -4,7 +4,8 @@
 
 CVFL_DATA = {"mimic": "mimic3_ihm", "mimic_q": "mimic3_ihm", "cifar10": "cifar10", "modelnet10": "modelnet10",
              "modelnet10_m12": "modelnet10", "imagenet100": "imagenet100"}
-# Experiments that need a GPU at paper scale (cvfl.md §7.1): ResNet-18 and the ModelNet CNN.
+# Experiments that need a GPU at paper scale (cvfl.md §7.1): ResNet-18 and the ModelNet CNN. ImageNet-100 also asks
+# for one core per JPEG-decoding loader process (`workers`).
 CVFL_GPU = ("cifar10", "modelnet10", "modelnet10_m12", "imagenet100")
 
 
@@ -12,7 +13,7 @@ rule cvfl_run:
     """C-VFL: every run of one experiment's configuration (compressors x b x Q x M x seeds) -> tidy long CSV."""
     input:
         data=lambda wc: prepared(CVFL_DATA[wc.experiment]),
-        code=code("cvfl/__init__", "cvfl/simulator", "cvfl/experiments", "comm", "models", "data"),  # not the summaries
+        code=code("cvfl/__init__", "cvfl/simulator", "cvfl/sources", "cvfl/experiments", "comm", "models", "data"),  # not the summaries
     output:
         csv="results/{scale}/cvfl/runs/{experiment}/{configuration}.csv",
         prov="results/{scale}/cvfl/runs/{experiment}/{configuration}.csv.prov.json",
@@ -22,9 +23,9 @@ rule cvfl_run:
         cfg=lambda wc: run_params("cvfl", wc.experiment, wc.configuration, wc.scale),
     log:
         "results/{scale}/cvfl/logs/runs/{experiment}/{configuration}.log",
-    threads: 1
+    threads: lambda wc: 1 + int(run_params("cvfl", wc.experiment, wc.configuration, wc.scale).get("workers", 0))
     resources:
-        mem_mb=4000,
+        mem_mb=lambda wc: 16000 if wc.scale == "paper" and wc.experiment == "imagenet100" else 4000,  # decoded batches in flight
         gpu=lambda wc: 1 if wc.scale == "paper" and wc.experiment in CVFL_GPU else 0,
     script:
         "../scripts/cvfl_run.py"

@@ -1,5 +1,7 @@
-"""C-VFL experiments: datasets -> party-stacked tensors, models per dataset, and grids of runs -> tidy rows.
+"""C-VFL experiments: datasets -> batch sources, models per dataset, and grids of runs -> tidy rows.
 
+MIMIC-III, CIFAR-10 and ModelNet10 are loaded as in-memory party-stacked tensors (fixed batch order, A-1);
+ImageNet-100 is streamed from its image folder as quadrant batches (reshuffled every epoch [C], §5.A.4).
 A run is one (compressor, b, Q, M, alg, seed); an experiment's parameters list the grid (cvfl.md §5).
 Rows: one per evaluated epoch with test/train metrics and the cumulative costs (bits_table: the paper's
 formula, §3.5; bits_text: the text-faithful count; bits_measured: the ledger of fedrepro.comm).
@@ -14,8 +16,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fedrepro.cvfl.simulator import CvflConfig, CvflTrainer
-from fedrepro.data.loaders import load_images, load_multiview, load_timeseries
+from fedrepro.cvfl.simulator import EVAL_CHUNK, CvflConfig, CvflTrainer
+from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches
+from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages
+from fedrepro.data.loaders import ImageIndex, load_image_index, load_images, load_multiview, load_timeseries
 from fedrepro.data.multiview import feature_blocks, image_quadrants, view_groups
 
 # The authors' seeds (cvfl.md §1).
@@ -31,6 +35,9 @@ DATASET_DEFAULTS = {
                     server_compress="all"),
     "modelnet10": dict(task="multiclass", range_mode="max_norm", topk_flavor="torch", topk_signal="bias",
                        server_compress="all"),
+    # §3.5: the ImageNet cost code agrees with the text; §5.A.4: top-5; A-19: server N(0, 0.01²), zero bias
+    "imagenet100": dict(task="multiclass", range_mode="max_norm", topk_flavor="torch", topk_signal="bias",
+                        server_compress="all", cost_formula="alg1_text", top5=True, server_init="normal"),
 }
 
 
@@ -42,7 +49,8 @@ def _subset(x, y, n, rng):
 
 
 def load_vertical(dataset: str, path: str, p: dict, M: int, seed: int) -> dict:
-    """Party-stacked float32 tensors (M, N, ...) for one dataset; `p` holds the experiment parameters."""
+    """Party-stacked float32 tensors (M, N, ...) for one dataset (ImageNet-100: datasets decoded on the fly,
+    ``load_quadrant_images``); `p` holds the experiment parameters."""
     rng = np.random.default_rng(seed)
     if dataset == "mimic":
         d = load_timeseries(path)
@@ -73,8 +81,7 @@ def load_vertical(dataset: str, path: str, p: dict, M: int, seed: int) -> dict:
             xs.append((g.astype(np.float32), y.astype(np.int64)))
         n_out = 10
     elif dataset == "imagenet100":
-        raise NotImplementedError("ImageNet-100 (Fig. D.8) runs need the JPEG loader with the shared random crop "
-                                  "(A-18); not implemented yet (docs/cvfl.md, 'Left undone')")
+        return load_quadrant_images(path, p, M, rng)
     else:
         raise ValueError(f"dataset must be mimic, cifar10, modelnet10 or imagenet100; got {dataset!r}")
     (xtr, ytr), (xte, yte) = xs
@@ -83,12 +90,60 @@ def load_vertical(dataset: str, path: str, p: dict, M: int, seed: int) -> dict:
             "status": d.status, "n_out": n_out}
 
 
+def load_quadrant_images(path: str, p: dict, M: int, rng: np.random.Generator) -> dict:
+    """ImageNet-100 (§5.A.4) as datasets decoded on the fly: train images with RandomResizedCrop + flip, cut
+    into 2x2 quadrants after one shared crop (``crop: shared``, A-18) or per-party crops (``independent``, [C]);
+    the val images (the test set) and, for train metrics, the train images with Resize + CenterCrop.
+    ``image_size`` S (paper 224): each party sees S/2 x S/2. ``n_train`` / ``n_test``: random subsets."""
+    if M != 4:
+        raise ValueError(f"ImageNet-100 parties are the 4 quadrants of an image: M must be 4, got {M}")
+    idx = load_image_index(path)
+    keep = []
+    for split, n in ((TRAIN, p.get("n_train")), (VAL, p.get("n_test"))):
+        sel = np.flatnonzero(np.asarray(idx.split) == split)
+        keep.append(sel if n is None or n >= len(sel) else np.sort(rng.choice(sel, size=int(n), replace=False)))
+    keep = np.concatenate(keep)
+    sub = ImageIndex([idx.paths[i] for i in keep], np.asarray(idx.labels)[keep], np.asarray(idx.split)[keep],
+                     idx.classes, idx.status)
+    S = int(p.get("image_size", 224))
+    crop = p.get("crop", "shared")
+    return {"train_set": QuadrantImages(sub, TRAIN, ImageTransform(S, train=True), crop=crop),
+            "train_eval_set": QuadrantImages(sub, TRAIN, ImageTransform(S, train=False)),
+            "test_set": QuadrantImages(sub, VAL, ImageTransform(S, train=False)),
+            "sample_shape": (3, S // 2, S // 2), "status": idx.status, "n_out": len(idx.classes)}
+
+
+def batch_sources(data: dict, p: dict, cfg: CvflConfig, seed: int, device: str = "cpu"):
+    """(train, test, train_eval or None) of one run. In memory: the fixed per-seed order (A-1), or a new order
+    every epoch with ``reshuffle_each_epoch``. ImageNet-100: streamed with ``workers`` loader processes;
+    evaluation in batches of ``eval_batch`` in one fixed mixed order (party BatchNorms use batch statistics)."""
+    reshuffle = bool(p.get("reshuffle_each_epoch", False))
+    if "train_set" in data:
+        kw = dict(workers=int(p.get("workers", 0)), pin_memory=str(device).startswith("cuda"))
+        train = QuadrantBatches(data["train_set"], cfg.B, seed=seed, shuffle=reshuffle, **kw)
+
+        def sweep(ds):
+            order = np.random.default_rng(0).permutation(len(ds))
+            return QuadrantBatches(ds, int(p.get("eval_batch", cfg.B)), shuffle=None, order=order, **kw)
+
+        return train, sweep(data["test_set"]), sweep(data["train_eval_set"]) if cfg.eval_train else None
+    x, y = data["x_train"].to(device), data["y_train"].to(device)
+    order = np.random.default_rng(seed).permutation(len(y))                  # fixed per seed (A-1)
+    train = TensorBatches(x, y, cfg.B, order, shuffle_seed=seed if reshuffle else None)
+    test = TensorBatches(data["x_test"].to(device), data["y_test"].to(device), EVAL_CHUNK)
+    return train, test, TensorBatches(x, y, EVAL_CHUNK) if cfg.eval_train else None
+
+
 def make_parties(dataset: str, p: dict, M: int, data: dict) -> tuple[torch.nn.Module, int]:
     """The stacked party networks of a dataset (quick proxies or the paper's nets: `party` parameter)."""
     from fedrepro.models.vfl_parties import StackedLSTM, StackedMLP, StackedResNet18, StackedViewCNN
 
     P = int(p["P"])
     kind = p.get("party", "paper")
+    if dataset == "imagenet100":   # torchvision resnet18(num_classes=P), ImageNet stem; smoke: MLP on the quadrant
+        if kind == "paper":
+            return StackedResNet18(M, P, stem="imagenet"), P
+        return StackedMLP(M, int(np.prod(data["sample_shape"])), int(p.get("hidden", 64)), P), P
     x = data["x_train"]
     if dataset == "mimic":
         return StackedLSTM(M, x.shape[-1], P), P
@@ -137,12 +192,11 @@ def run_one(dataset: str, data_path: str, p: dict, run: dict, seed: int, *, devi
                      eval_train=bool(p.get("eval_train", True)), eval_every=int(p.get("eval_every", 1)),
                      **DATASET_DEFAULTS[dataset])
     trainer = CvflTrainer(cfg, parties, P, n_out, seed=seed, device=device)
-    n = data["y_train"].shape[0]
-    order = np.random.default_rng(seed).permutation(n)            # fixed per seed, no reshuffle (A-1)
+    train, test, train_eval = batch_sources(data, p, cfg, seed, device)
     t0 = time.perf_counter()
-    res = trainer.fit(*(data[k].to(device) for k in ("x_train", "y_train", "x_test", "y_test")), order)
+    res = trainer.fit_sources(train, test, train_eval)
     wall = time.perf_counter() - t0
-    n_b = -(-n // cfg.B)
+    n, n_b = train.n, len(train)
     rows = [{"dataset": dataset, "compressor": run["compressor"], "b": int(run["b"]), "Q": cfg.Q, "M": M,
              "alg": cfg.alg, "seed": seed, "n_b": n_b, **r} for r in res.rows]
     return rows, {"status": data["status"], "wall": wall, "n_b": n_b, "P": P, "N_train": n}

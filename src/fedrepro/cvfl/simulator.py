@@ -7,6 +7,10 @@ computed on its view Φ̂_m = {Ĉ(h_j) stale for j ≠ m, h_m fresh} through the
 copy C_0(θ_0^{t0}); the M views are built together as a (M, M, B, P) tensor, so no Python loop runs
 over parties or samples. Every message goes through ``fedrepro.comm`` (compressors, ``StaleCopy``,
 ``BitLedger``); reported costs follow the paper's formula (``fedrepro.comm.conventions``).
+
+Batches come from sources (``fedrepro.cvfl.sources``): one pass of the training source is one epoch of
+global rounds, one batch per round; evaluation sweeps a test source in chunks. In-memory tensors with a
+fixed order (A-1) and ImageNet-100 quadrants streamed from an image folder use the same loop.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from torch.nn import functional as F
 
 from fedrepro.comm import BitLedger, StaleCopy, get_compressor
 from fedrepro.comm.conventions import cvfl_epoch_bits, cvfl_round_bits_text, cvfl_topk_k
+from fedrepro.cvfl.sources import BatchSource, TensorBatches
 
 COMPRESSORS = ("none", "scalar", "vector", "topk")
+EVAL_CHUNK = 1000                       # samples per evaluation forward pass of in-memory data
 
 
 @dataclass
@@ -42,7 +48,8 @@ class CvflConfig:
     task: str = "multiclass"            # "binary" (sigmoid + BCE, F1) or "multiclass" (softmax + CE, accuracy)
     theta0_code: int | None = None      # |θ0| as the authors' cost code counts it (§3.5); None: the true count
     cost_formula: str = "alg1_code"     # alg1_code | alg1_text (ImageNet); Alg. 2 always uses "alg2"
-    eval_train: bool = True
+    server_init: str = "uniform"        # "uniform": PyTorch Linear default; "normal": N(0, 0.01²), bias 0 (A-19)
+    eval_train: bool = True             # fit(): also evaluate on the training tensors
     eval_every: int = 1
     top5: bool = False
 
@@ -94,7 +101,8 @@ def _f1(pred: np.ndarray, y: np.ndarray) -> float:
 
 class CvflTrainer:
     """One C-VFL run. ``parties``: a stacked party module (M, B, ...) -> (M, B, P); the server model is
-    Linear(M·P, C) held as two tensors (weight (C, M·P), bias (C,)), PyTorch default init."""
+    Linear(M·P, C) held as two tensors (weight (C, M·P), bias (C,)), PyTorch default init or, with
+    ``server_init="normal"``, N(0, 0.01²) weights and a zero bias (ImageNet-100, A-19)."""
 
     def __init__(self, cfg: CvflConfig, parties: torch.nn.Module, P: int, n_out: int, seed: int,
                  device: str = "cpu") -> None:
@@ -102,9 +110,16 @@ class CvflTrainer:
             raise ValueError("Algorithm 2 is the Q = 1 variant: set Q = 1")
         self.cfg, self.parties, self.P, self.n_out, self.device = cfg, parties, P, n_out, device
         g = torch.Generator().manual_seed(seed)
-        bound = 1.0 / np.sqrt(cfg.M * P)
-        self.W = ((torch.rand(n_out, cfg.M * P, generator=g) * 2 - 1) * bound).to(device).requires_grad_()
-        self.bias = ((torch.rand(n_out, generator=g) * 2 - 1) * bound).to(device).requires_grad_()
+        if cfg.server_init == "uniform":
+            bound = 1.0 / np.sqrt(cfg.M * P)
+            W = (torch.rand(n_out, cfg.M * P, generator=g) * 2 - 1) * bound
+            bias = (torch.rand(n_out, generator=g) * 2 - 1) * bound
+        elif cfg.server_init == "normal":
+            W, bias = torch.randn(n_out, cfg.M * P, generator=g) * 0.01, torch.zeros(n_out)
+        else:
+            raise ValueError(f"server_init must be 'uniform' or 'normal'; got {cfg.server_init!r}")
+        self.W = W.to(device).requires_grad_()
+        self.bias = bias.to(device).requires_grad_()
         self.emb_comp, self.srv_comp = make_compressor(cfg, P)
         self.stale = StaleCopy(self.emb_comp)
         self.dither = torch.Generator(device=device).manual_seed(seed + 7919)   # shared by sender and receiver (A-7)
@@ -210,12 +225,14 @@ class CvflTrainer:
 
     # ---- evaluation ----------------------------------------------------------------------------
     @torch.no_grad()
-    def evaluate(self, x: torch.Tensor, y: torch.Tensor, chunk: int = 1000) -> dict:
-        logits = []
-        for s in range(0, y.shape[0], chunk):
-            H = self.parties(x[:, s:s + chunk])
+    def evaluate(self, source: BatchSource) -> dict:
+        """Loss and metric of the uncompressed global model over one pass of ``source`` (chunk by chunk)."""
+        logits, labels = [], []
+        for xb, yb in source:
+            H = self.parties(xb.to(self.device))
             logits.append(self.server_logits(H.permute(1, 0, 2).reshape(H.shape[1], -1)))
-        lg = torch.cat(logits)
+            labels.append(yb.to(self.device))
+        lg, y = torch.cat(logits), torch.cat(labels)
         loss = float(_loss(lg, y, self.cfg.task))
         yn = y.cpu().numpy()
         if self.cfg.task == "binary":
@@ -229,11 +246,18 @@ class CvflTrainer:
 
     # ---- training --------------------------------------------------------------------------------
     def fit(self, x_train, y_train, x_test, y_test, order: np.ndarray, progress=None) -> RunResult:
-        """x_*: party-stacked (M, N, ...) tensors; order: the fixed batch order (A-1)."""
+        """In-memory data: x_*: party-stacked (M, N, ...) tensors; order: the fixed batch order (A-1)."""
+        train_eval = TensorBatches(x_train, y_train, EVAL_CHUNK) if self.cfg.eval_train else None
+        return self.fit_sources(TensorBatches(x_train, y_train, self.cfg.B, order),
+                                TensorBatches(x_test, y_test, EVAL_CHUNK), train_eval, progress)
+
+    def fit_sources(self, train: BatchSource, test: BatchSource, train_eval: BatchSource | None = None,
+                    progress=None) -> RunResult:
+        """cfg.epochs passes over ``train``, one global round per batch (Alg. 1, or Alg. 2 at Q = 1); the
+        uncompressed model is evaluated on ``test`` (and ``train_eval`` if given) at epoch 0 and every
+        cfg.eval_every epochs (§3.1 item 8)."""
         c = self.cfg
-        n = y_train.shape[0]
-        starts = list(range(0, n, c.B))
-        n_b = len(starts)
+        n, n_b = train.n, len(train)
         theta0_true = self.W.numel() + self.bias.numel()
         epoch_bits = run_epoch_bits(c, n, self.P, self.n_out)
         res = RunResult(ledger=self.ledger)
@@ -242,12 +266,12 @@ class CvflTrainer:
         def log(epoch):
             row = {"epoch": epoch, "rounds": epoch * n_b, "bits_table": epoch * epoch_bits, "bits_text": bits_text,
                    "bits_measured": int(self.ledger.total_bits()) if self.round else 0}
-            te = self.evaluate(x_test, y_test)
+            te = self.evaluate(test)
             row.update(test_loss=te["loss"], test_metric=te["metric"])
             if "top5" in te:
                 row["test_top5"] = te["top5"]
-            if c.eval_train:
-                tr = self.evaluate(x_train, y_train)
+            if train_eval is not None:
+                tr = self.evaluate(train_eval)
                 row.update(train_loss=tr["loss"], train_metric=tr["metric"])
             res.rows.append(row)
 
@@ -255,9 +279,8 @@ class CvflTrainer:
         epochs = range(c.epochs) if progress is None else progress(range(c.epochs))
         for epoch in epochs:
             lr = self._lr(epoch)
-            for s in starts:
-                idx = torch.as_tensor(order[s:s + c.B], device=x_train.device)
-                xb, yb = x_train[:, idx], y_train[idx]
+            for xb, yb in train:                                             # one batch = one global round
+                xb, yb = xb.to(self.device), yb.to(self.device)
                 if c.alg == 2:
                     res.step_losses.append(self.round_alg2(xb, yb, lr))
                     bits_text += c.b * 2 * yb.shape[0] * self.P * c.M

@@ -1,5 +1,8 @@
 """C-VFL tables and figures from the tidy run CSVs (cvfl.md §4 items 4-9, §5).
 
+The metric is the run rows' ``test_metric`` (F1 or top-1 accuracy), except ImageNet-100's ``test_top5``
+(Fig. D.8, §4 item 3).
+
 - max metric: argmax of the seed-mean curve, reported with the population std (ddof=0, A-16) at that epoch;
 - cost to target: per seed, the first evaluated epoch whose metric >= target, times the per-epoch cost of
   the paper's formula (bits_table); "–" (NaN) when any seed never reaches it (A-23), with the reached count;
@@ -17,6 +20,7 @@ UNITS = {"mimic": ("MB", 8 * 2**20), "cifar10": ("GB", 8 * 2**30), "modelnet10":
          "imagenet100": ("GB", 8 * 2**30)}
 METRIC = {"mimic": "test F1", "cifar10": "test accuracy (%)", "modelnet10": "test accuracy (%)",
           "imagenet100": "top-5 test accuracy (%)"}
+METRIC_COLUMN = {"imagenet100": "test_top5"}       # the run-row column each dataset is judged on
 RUN_KEYS = ["dataset", "M", "Q", "alg", "compressor", "b"]
 T_COMP_MS = 10.0  # one local iteration (A-14)
 
@@ -27,16 +31,21 @@ def simulated_time_s(rounds, Q: int, t_c_ms: float, t_comp_ms: float = T_COMP_MS
     return np.asarray(rounds, dtype=np.float64) * (Q * t_comp_ms + t_c_ms) / 1000.0
 
 
+def metric_column(runs: pd.DataFrame) -> str:
+    return METRIC_COLUMN.get(runs["dataset"].iloc[0], "test_metric") if len(runs) else "test_metric"
+
+
 def resolve_target(runs: pd.DataFrame, target, fraction_of_none: float | None = None, Q: int = 10) -> float:
     """A number, or (A-22, quick scale) `fraction_of_none` x the max of the uncompressed seed-mean curve."""
     if fraction_of_none is None:
         return float(target)
     none = runs[(runs.compressor == "none") & (runs.Q == Q) & (runs.alg == 1)]
-    mean = none.groupby(["M", "epoch"])["test_metric"].mean()
+    mean = none.groupby(["M", "epoch"])[metric_column(runs)].mean()
     return round(float(fraction_of_none * mean.max()), 2 if mean.max() <= 1 else 1)
 
 
-def curves(runs: pd.DataFrame, metric: str = "test_metric") -> pd.DataFrame:
+def curves(runs: pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
+    metric = metric or metric_column(runs)
     g = runs.groupby(RUN_KEYS + ["epoch"])
     out = g.agg(mean=(metric, "mean"), std=(metric, lambda v: float(np.std(v, ddof=0))), n=(metric, "size"),
                 bits=("bits_table", "first"), rounds=("rounds", "first")).reset_index()
@@ -47,16 +56,17 @@ def summary_table(runs: pd.DataFrame, target: float, *, max_epoch: dict | None =
     """One row per run configuration: max metric ± std, cost to target ± std (paper units), reduction."""
     ds = runs["dataset"].iloc[0]
     unit, per = UNITS[ds]
+    metric = metric_column(runs)
     rows = []
     for key, g in runs.groupby(RUN_KEYS, sort=False):
         d = dict(zip(RUN_KEYS, key))
         gg = g if not max_epoch or d["Q"] not in max_epoch else g[g.epoch <= max_epoch[d["Q"]]]
-        m = gg.groupby("epoch")["test_metric"]
+        m = gg.groupby("epoch")[metric]
         mean, std = m.mean(), m.apply(lambda v: float(np.std(v, ddof=0)))
         e_star = int(mean.idxmax())
         costs, rounds = [], []
         for _, s in g.groupby("seed"):
-            hit = s[s.test_metric >= target].sort_values("epoch")
+            hit = s[s[metric] >= target].sort_values("epoch")
             costs.append(hit.bits_table.iloc[0] / per if len(hit) else np.nan)
             rounds.append(hit.rounds.iloc[0] if len(hit) else np.nan)
         costs, rounds = np.array(costs, float), np.array(rounds, float)

@@ -10,7 +10,8 @@ the stacked tensors is M independent SGD steps.
 - ``StackedMLP``      small quick-scale parties (Q-CIFAR proxy, tests): Linear-ReLU-Linear, unbounded output.
 - ``StackedViewCNN``  ModelNet10 (§5.A.3 shape, scaled): per-view conv stack shared over a party's views,
                       element-wise max over the party's views, Linear to the embedding (no activation).
-- ``StackedResNet18`` CIFAR-10 / ImageNet-100 (§5.A.2/5.A.4): M ResNet-18s through stack_module_state + vmap.
+- ``StackedResNet18`` CIFAR-10 / ImageNet-100 (§5.A.2/5.A.4): M ResNet-18s through stack_module_state + vmap,
+                      with the CIFAR stem (3x3, no max-pool) or torchvision's ImageNet stem.
 """
 
 from __future__ import annotations
@@ -130,12 +131,17 @@ class StackedViewCNN(nn.Module):
 
 
 class StackedResNet18(nn.Module):
-    """M torchvision-style ResNet-18s (CIFAR stem for 16x16 quadrants, or the ImageNet stem), vmapped.
+    """M torchvision ``resnet18(num_classes=P)``s, vmapped: x (M, B, 3, H, W) -> (M, B, P).
+
+    stem "cifar" (§5.A.2, 16x16 quadrants): 3x3 stride-1 conv, no max-pool. stem "imagenet" (§5.A.4, 112x112
+    quadrants): torchvision's own 7x7 stride-2 conv + 3x3 stride-2 max-pool. Both end in avg-pool -> Linear(512, P).
 
     BatchNorm under vmap cannot update running statistics, so the parties' BatchNorms use batch
     statistics in training and evaluation (``torch.func.replace_all_batch_norm_modules_``): this is what
     the authors' code effectively did at test time ([C], §5.A.2), not A-6's eval mode (docs/cvfl.md).
     """
+
+    STEMS = ("cifar", "imagenet")
 
     def __init__(self, M: int, P: int, stem: str = "cifar") -> None:
         super().__init__()
@@ -143,6 +149,9 @@ class StackedResNet18(nn.Module):
 
         import torchvision
         from torch.func import replace_all_batch_norm_modules_, stack_module_state
+
+        if stem not in self.STEMS:
+            raise ValueError(f"stem must be one of {', '.join(self.STEMS)}; got {stem!r}")
 
         def one():
             net = torchvision.models.resnet18(num_classes=P)
