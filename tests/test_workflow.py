@@ -120,6 +120,16 @@ def test_rerun_is_a_no_op_and_editing_code_reruns_only_its_dependents(smoke_run)
     assert set(_planned_rules(smoke_run, "all")) == {"thesis_table5_1_run", "render_table", "claims_artifact",
                                                      "scorecard", "all"}
     snakemake("--cores", "2", "all", "--config", "scale=smoke", cwd=smoke_run)  # leave it built for later tests
+    # a loader-side module (not used to prepare data) must not re-prepare every dataset and so rerun everything
+    loader = smoke_run / "src/fedrepro/data/imagefolder.py"
+    original = loader.read_text()
+    _edit(loader)
+    try:
+        planned = _planned_rules(smoke_run, "all")
+        assert "data_prepare" not in planned and "thesis_ch3_deep_run" in planned, planned
+    finally:
+        loader.write_text(original)
+    assert _planned_rules(smoke_run, "all") == {}
 
 
 def _audit(wd, target):

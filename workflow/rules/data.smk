@@ -14,7 +14,10 @@ except ConfigError as exc:
 FETCHED = [n for n in DATASETS.names() if not DATASETS[n].derived_from]
 FETCH_CODE = code("data/registry", "data/verify", "data/download", "data/sources", "data/extract",
                   "data/acquire", "data/formats")
-PREPARE_CODE = code("data")
+# What turns verified files into results/data/<dataset>/: not the loaders, partitioners or streaming code that
+# only read prepared data (editing those must not re-prepare every dataset and rerun everything downstream).
+PREPARE_CODE = sorted(set(FETCH_CODE) | set(code("data/prepare", "data/standins", "data/images", "data/mimic",
+                                                 "data/text", "data/ehr")))
 
 
 def prepared(name):
