@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from fedrepro.cvfl.simulator import EVAL_CHUNK, CvflConfig, CvflTrainer
-from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches
+from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches, quadrant_crop_flip
 from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages
 from fedrepro.data.loaders import ImageIndex, load_image_index, load_images, load_multiview, load_timeseries
 from fedrepro.data.multiview import feature_blocks, image_quadrants, view_groups
@@ -129,7 +129,13 @@ def batch_sources(data: dict, p: dict, cfg: CvflConfig, seed: int, device: str =
         return train, sweep(data["test_set"]), sweep(data["train_eval_set"]) if cfg.eval_train else None
     x, y = data["x_train"].to(device), data["y_train"].to(device)
     order = np.random.default_rng(seed).permutation(len(y))                  # fixed per seed
-    train = TensorBatches(x, y, cfg.B, order, shuffle_seed=seed if reshuffle else None)
+    augment = None
+    if p.get("augment"):                       # CIFAR-10 at paper scale: crop + flip of the whole image (§5.A.2)
+        if p["augment"] != "crop_flip" or x.shape[0] != 4:
+            raise ValueError(f"augment: only 'crop_flip' on 4 image quadrants is implemented, got {p['augment']!r}")
+        gen = torch.Generator().manual_seed(seed + 104729)
+        augment = lambda xb: quadrant_crop_flip(xb, gen)                          # noqa: E731
+    train = TensorBatches(x, y, cfg.B, order, shuffle_seed=seed if reshuffle else None, augment=augment)
     test = TensorBatches(data["x_test"].to(device), data["y_test"].to(device), EVAL_CHUNK)
     return train, test, TensorBatches(x, y, EVAL_CHUNK) if cfg.eval_train else None
 

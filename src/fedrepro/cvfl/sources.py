@@ -31,17 +31,38 @@ class BatchSource(Protocol):
     def __iter__(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]: ...
 
 
+def quadrant_crop_flip(x: torch.Tensor, gen: torch.Generator, pad: int = 4, fill: float = -1.0) -> torch.Tensor:
+    """CIFAR-10's training augmentation on party-stacked quadrants (cvfl §5.A.2, [C]): RandomCrop(H, padding=pad)
+    and RandomHorizontalFlip of the *whole* image, one draw per image, then the quadrants again, so every party
+    sees its part of the same augmented image.  x: (4, B, C, h, w); `fill` is the padding after
+    Normalize(0.5, 0.5) (a black pixel is -1)."""
+    top = torch.cat([x[0], x[1]], dim=-1)
+    full = torch.cat([top, torch.cat([x[2], x[3]], dim=-1)], dim=-2)             # (B, C, 2h, 2w)
+    B, C, H, W = full.shape
+    padded = torch.nn.functional.pad(full, (pad, pad, pad, pad), value=fill)
+    dy, dx = (torch.randint(0, 2 * pad + 1, (B,), generator=gen).to(x.device) for _ in range(2))
+    flip = (torch.rand(B, generator=gen) < 0.5).to(x.device)
+    rows = dy[:, None] + torch.arange(H, device=x.device)                          # (B, H)
+    cols = dx[:, None] + torch.arange(W, device=x.device)                          # (B, W)
+    cols = torch.where(flip[:, None], cols.flip(1), cols)
+    b = torch.arange(B, device=x.device)[:, None, None]
+    crop = padded.permute(0, 2, 3, 1)[b, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
+    h, w = H // 2, W // 2
+    return torch.stack([crop[..., :h, :w], crop[..., :h, w:], crop[..., h:, :w], crop[..., h:, w:]])
+
+
 class TensorBatches:
     """Batches of in-memory party-stacked tensors ``x`` (M, N, ...) and labels ``y`` (N,).
 
     order: the batch order, used unchanged every pass (A-1); None: index order (evaluation chunks).
-    shuffle_seed: instead draw a new order every pass from this seed (``reshuffle_each_epoch``)."""
+    shuffle_seed: instead draw a new order every pass from this seed (``reshuffle_each_epoch``).
+    augment: applied to every training batch's x (e.g. ``quadrant_crop_flip`` bound to a generator)."""
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, batch: int, order: np.ndarray | None = None,
-                 shuffle_seed: int | None = None) -> None:
+                 shuffle_seed: int | None = None, augment=None) -> None:
         if x.shape[1] != y.shape[0]:
             raise ValueError(f"x holds {x.shape[1]} samples per party but y has {y.shape[0]} labels")
-        self.x, self.y, self.batch, self.order = x, y, int(batch), order
+        self.x, self.y, self.batch, self.order, self.augment = x, y, int(batch), order, augment
         self.rng = None if shuffle_seed is None else np.random.default_rng(shuffle_seed)
         self.n = int(y.shape[0])
 
@@ -52,10 +73,11 @@ class TensorBatches:
         order = self.rng.permutation(self.n) if self.rng is not None else self.order
         for s in range(0, self.n, self.batch):
             if order is None:
-                yield self.x[:, s:s + self.batch], self.y[s:s + self.batch]
+                xb, yb = self.x[:, s:s + self.batch], self.y[s:s + self.batch]
             else:
                 idx = torch.as_tensor(order[s:s + self.batch], device=self.x.device)
-                yield self.x[:, idx], self.y[idx]
+                xb, yb = self.x[:, idx], self.y[idx]
+            yield (xb if self.augment is None else self.augment(xb)), yb
 
 
 class QuadrantBatches:
