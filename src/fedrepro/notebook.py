@@ -1,7 +1,21 @@
-"""Helpers for the parameterized notebooks: default paths when a notebook is opened by hand."""
+"""What every artifact notebook does before it draws: find its runs, its outputs and the registry's settings.
+
+A notebook (`notebooks/<paper>/<artifact>.py`, jupytext percent format) has one `parameters` cell
+(root, scale, configuration, run_files, outputs: the render rule fills them in) and then calls
+
+    art = open_artifact("gcca", "fig3", root=root, scale=scale, configuration=configuration,
+                        run_files=run_files, outputs=outputs)
+    fig3(art)          # fedrepro.<family>.artifacts: draws, writes art.outputs, returns the figure/table
+
+Opened by hand (every parameter None), it reads `results/<scale>/<paper>/runs/` and writes to a scratch
+folder, never over the tracked outputs.  Per-artifact numbers (targets, savings, labels) come from the
+registry's `parameters:` of the artifact, so the notebook and the pipeline can never disagree on them.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 
@@ -31,3 +45,120 @@ def data_status(root: str | Path, run_files) -> dict:
 def uses_stand_in(root: str | Path, run_files) -> bool:
     """True when any input run was made from stand-in data: the figure must then carry the mark."""
     return any(v == "stand-in" for v in data_status(root, run_files).values())
+
+
+@dataclass
+class Artifact:
+    """One artifact being drawn: where its runs are, where it writes, what the registry says about it."""
+
+    root: Path
+    paper: str
+    name: str
+    scale: str
+    configuration: str           # the configuration asked for (config key `configuration`)
+    run_files: list[str]
+    outputs: dict[str, str]      # csv + (md | pdf, png)
+    entry: dict = field(repr=False)
+    registry: object = field(repr=False)
+
+    # ---- what the registry says -----------------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        return self.entry["kind"]
+
+    @property
+    def label(self) -> str:
+        return self.entry["label"]
+
+    @property
+    def caption(self) -> str:
+        return self.entry["caption"]
+
+    @property
+    def params(self) -> dict:
+        """The artifact's `parameters:` in the registry (targets, the paper's savings, ...)."""
+        return dict(self.entry.get("parameters") or {})
+
+    @property
+    def experiments(self) -> list[str]:
+        return list(self.entry["experiments"])
+
+    def run_params(self, experiment: str | None = None, configuration: str | None = None) -> dict:
+        """The resolved parameters a run used (the registry at this scale): sizes for captions come from here."""
+        experiment = experiment or self.experiments[0]
+        configuration = configuration or self.shown
+        return self.registry.params(self.paper, experiment, configuration, self.scale)
+
+    def claims(self) -> list[dict]:
+        return self.registry.claims(self.paper, self.name)
+
+    # ---- the runs -----------------------------------------------------------------------------------
+    @cached_property
+    def runs(self):
+        """Every run CSV of the artifact's experiments, concatenated (long format)."""
+        import pandas as pd
+
+        if not self.run_files:
+            raise FileNotFoundError(f"{self.paper}:{self.name}: no run files under results/{self.scale}/{self.paper}/runs/; "
+                                    f"build them with: snakemake --cores 2 {self.paper}_{self.name} --config scale={self.scale}")
+        return pd.concat([pd.read_csv(self.root / f) for f in self.run_files], ignore_index=True)
+
+    def runs_of(self, experiment: str):
+        """The runs of one experiment (a run CSV lives under runs/<experiment>/)."""
+        import pandas as pd
+
+        files = [f for f in self.run_files if Path(f).parent.name == experiment]
+        return pd.concat([pd.read_csv(self.root / f) for f in files], ignore_index=True)
+
+    @property
+    def configurations(self) -> list[str]:
+        """The configurations present in the runs, in run order."""
+        return list(dict.fromkeys(self.runs["configuration"]))
+
+    @property
+    def shown(self) -> str:
+        """The configuration the figure or table shows: the one asked for if it ran, else the first."""
+        configs = self.configurations
+        return self.configuration if self.configuration in configs else configs[0]
+
+    @cached_property
+    def data_status(self) -> dict:
+        return data_status(self.root, self.run_files)
+
+    @property
+    def stand_in(self) -> bool:
+        return any(v == "stand-in" for v in self.data_status.values())
+
+    # ---- writing ------------------------------------------------------------------------------------
+    def write_data(self, frame) -> None:
+        """The numbers the artifact shows (claims are computed from this CSV)."""
+        from fedrepro.io import write_csv
+
+        write_csv(self.outputs["csv"], frame)
+
+    def save_figure(self, fig) -> None:
+        """PDF + PNG, with the stand-in watermark when any input is a stand-in."""
+        from fedrepro.plotting import save_figure
+
+        save_figure(fig, self.outputs["pdf"], self.outputs["png"], stand_in=self.stand_in)
+
+    def write_markdown(self, text: str) -> None:
+        from fedrepro.io import write_text
+
+        write_text(self.outputs["md"], text.rstrip("\n") + "\n")
+
+
+def open_artifact(paper: str, artifact: str, *, root=None, scale: str = "quick", configuration: str = "calibrated",
+                  run_files=None, outputs=None) -> Artifact:
+    """The notebook's one entry point: parameters in (None when opened by hand), an `Artifact` out."""
+    from fedrepro.registry import Registry
+
+    root = Path(root) if root else repo_root()
+    registry = Registry.load(root)
+    entry = registry.artifact(paper, artifact)
+    if run_files is None:
+        run_files = [f for f in registry.artifact_runs(paper, artifact, scale) if (root / f).exists()]
+    if outputs is None:
+        outputs = default_outputs(root, scale, paper, artifact, entry["kind"])
+    return Artifact(root=root, paper=paper, name=artifact, scale=scale, configuration=configuration,
+                    run_files=list(run_files), outputs=dict(outputs), entry=entry, registry=registry)

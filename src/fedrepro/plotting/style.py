@@ -1,29 +1,27 @@
-"""The one figure style of fedrepro, and saving with the stand-in watermark."""
+"""The one figure style of fedrepro (`fedrepro.mplstyle`), and saving with the stand-in watermark.
+
+The library never picks a matplotlib backend: the render rule sets `MPLBACKEND` for the notebook kernel
+(inline, so the executed notebook shows its figures), and a script or a test gets matplotlib's default.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from fedrepro.io import atomic_path  # noqa: E402
-
-PALETTE = "colorblind"
+STYLE = Path(__file__).with_name("fedrepro.mplstyle")
 
 
 def apply_style() -> None:
-    sns.set_theme(context="paper", style="whitegrid", palette=PALETTE, font_scale=1.1)
-    plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "savefig.bbox": "tight",
-                         "axes.titleweight": "bold", "legend.frameon": False,
-                         "pdf.fonttype": 42, "svg.hashsalt": "fedrepro"})
+    """Use the project style for every figure drawn after this call."""
+    import matplotlib.pyplot as plt
+
+    plt.style.use(STYLE)
 
 
 def save_figure(fig, pdf: str | Path, png: str | Path, stand_in: bool = False) -> None:
     """Save PDF and PNG atomically.  Figures made from stand-in data carry a visible mark."""
+    from fedrepro.io import atomic_path
+
     if stand_in:
         fig.text(0.5, 0.5, "STAND-IN DATA", fontsize=40, color="red", alpha=0.18, ha="center", va="center",
                  rotation=25, transform=fig.transFigure, zorder=1000)

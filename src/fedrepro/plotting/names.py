@@ -1,0 +1,67 @@
+"""One label-and-colour table for every method and compressor of the four works.
+
+`label(name)` and `color(name)` accept any name: one the table does not know (a user's new method or
+compressor) gets its own name as label and a stable colour from the palette, never a KeyError.
+Keys are the registry's method / compressor / scheme names, so one name means one colour in every figure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+# The colorblind palette of the style file, in cycle order.
+PALETTE = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133",
+           "#56b4e9")
+
+LABELS = {
+    # thesis ch. 3 (decentral)
+    "squarm": "SQuARM-SGD", "squarm_noet": "SQuARM-SGD (Sign-TopK), no ET",
+    "choco_sign": "CHOCO-SGD (Sign)", "choco_topk": "CHOCO-SGD (TopK)", "vanilla": "Vanilla decentralized SGD",
+    # thesis ch. 4 (mtl) schemes
+    "sign": "Sign", "topk": "TopK", "sign_topk": "Sign+TopK",
+    # cvfl compressors
+    "none": "No compression", "scalar": "Scalar quantization", "vector": "Vector quantization",
+    # gcca methods
+    "altmaxvar": "AltMaxVar", "cutemaxvar": "CuteMaxVar", "mvlsa": "MVLSA",
+    # adept methods
+    "adept": "ADEPT", "baseline": "Baseline", "global_training": "Global training", "local": "Local training",
+}
+
+COLORS = {
+    "squarm": "#d55e00", "squarm_noet": "#fbafe4", "choco_sign": "#0173b2", "choco_topk": "#029e73",
+    "vanilla": "#949494",
+    "sign": "#de8f05", "topk": "#029e73", "sign_topk": "#cc78bc",
+    "none": "#000000", "scalar": "#0173b2", "vector": "#029e73",
+    "altmaxvar": "#0173b2", "cutemaxvar": "#de8f05", "mvlsa": "#949494",
+    "adept": "#d55e00", "baseline": "#000000", "global_training": "#0173b2", "local": "#029e73",
+}
+
+# Aliases: the names some runs use for the same thing.
+ALIASES = {"vanilla_dec": "vanilla", "no_compression": "none"}
+
+
+def _key(name) -> str:
+    key = str(name)
+    return ALIASES.get(key, key)
+
+
+def label(name) -> str:
+    """The display label of a method or compressor; an unknown name labels itself."""
+    return LABELS.get(_key(name), str(name))
+
+
+def color(name) -> str:
+    """The colour of a method or compressor; an unknown name gets a palette colour fixed by its name."""
+    key = _key(name)
+    if key in COLORS:
+        return COLORS[key]
+    digest = int(hashlib.sha256(key.encode()).hexdigest(), 16)
+    return PALETTE[digest % len(PALETTE)]
+
+
+def register(name: str, *, label_text: str | None = None, color_hex: str | None = None) -> None:
+    """Give a new method or compressor its label and colour (e.g. from a plugin module)."""
+    if label_text:
+        LABELS[name] = label_text
+    if color_hex:
+        COLORS[name] = color_hex
