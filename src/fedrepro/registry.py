@@ -91,6 +91,11 @@ class Registry:
         files["html"] = f"results/{scale}/{paper}/notebooks/{artifact}.html"
         return files
 
+    def notebook(self, paper: str, artifact: str) -> str:
+        """The artifact's notebook: always notebooks/<paper>/<artifact>.py (jupytext percent format)."""
+        self.artifact(paper, artifact)
+        return f"notebooks/{paper}/{artifact}.py"
+
     def artifact_data(self, paper: str, artifact: str, scale: str) -> str:
         """The CSV every artifact writes beside itself: the numbers shown, which claims are computed from."""
         return self.artifact_files(paper, artifact, scale)["csv"]
@@ -138,8 +143,10 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
                     raise ConfigError(f"{where}: experiments.{name}.scales.{scale}.configurations names {c!r}; "
                                       f"allowed: {', '.join(e['configurations'])}")
     for name, a in reg["artifacts"].items():
-        if not (root / a["notebook"]).exists():
-            raise ConfigError(f"{where}: artifacts.{name}.notebook {a['notebook']} does not exist")
+        notebook = f"notebooks/{reg['paper']}/{name}.py"
+        if not (root / notebook).exists() and not (root / a.get("notebook", notebook)).exists():
+            raise ConfigError(f"{where}: artifact {name} has no notebook {notebook}; write one (see docs/architecture.md, "
+                              f"'Notebooks')")
         for exp in a["experiments"]:
             if exp not in exps:
                 raise ConfigError(f"{where}: artifacts.{name}.experiments names {exp!r}; allowed: {', '.join(exps)}")
