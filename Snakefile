@@ -16,12 +16,7 @@ ROOT = Path(workflow.main_snakefile).resolve().parent
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
-include: "workflow/rules/thesis.smk"
-include: "workflow/rules/thesis_ch3.smk"
-include: "workflow/rules/thesis_ch4.smk"
-include: "workflow/rules/gcca.smk"
-include: "workflow/rules/adept.smk"
-include: "workflow/rules/cvfl.smk"
+include: "workflow/rules/run.smk"
 include: "workflow/rules/render.smk"
 
 

@@ -1,8 +1,9 @@
-# Config loading and validation, the artifact registry -> targets, code dependencies.
-import sys
+# Config loading and validation, the artifact registry -> targets, and code dependencies derived from imports.
+from functools import lru_cache
 
 from snakemake.exceptions import WorkflowError
 
+from fedrepro.codedeps import closure_relpaths
 from fedrepro.config import ConfigError, resolve_config
 from fedrepro.registry import Registry
 
@@ -16,23 +17,19 @@ config.update(_resolved)
 SCALE = config["scale"]
 PAPERS = ("gcca", "cvfl", "thesis", "adept")
 
-# Library files every run and render job uses; touching one reruns everything (it is everywhere).
-CORE_CODE = ["src/fedrepro/runtime.py", "src/fedrepro/io.py", "src/fedrepro/pipeline.py",
-             *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "src/fedrepro/provenance").glob("*.py"))]
+# A wall-clock run (registry `alone: true`) takes every `machine` slot, so no other job runs beside it; every
+# other job takes one.  A default global limit, unless the command line sets one (--resources machine=N).
+MACHINE_SLOTS = 1000
+if workflow.global_resources.get("machine") is None:
+    workflow.global_resources["machine"] = MACHINE_SLOTS
 
 
-def code(*names):
-    """The src/fedrepro files a job depends on, so a change to them (and only them) reruns it."""
-    files = list(CORE_CODE)
-    for name in names:
-        base = ROOT / "src" / "fedrepro" / name
-        if base.is_dir():
-            files += sorted(str(p.relative_to(ROOT)) for p in base.rglob("*.py"))
-        elif base.with_suffix(".py").exists():
-            files.append(str(base.with_suffix(".py").relative_to(ROOT)))
-        else:
-            raise WorkflowError(f"code dependency {name!r} names no module or package under src/fedrepro")
-    return sorted(set(files))
+@lru_cache(maxsize=None)
+def code(*files, modules=()):
+    """The src/fedrepro files that running `files` (scripts, notebooks) or importing `modules` loads.
+
+    A job depends on exactly these, so editing any module it really imports (and only those) reruns it."""
+    return closure_relpaths(ROOT, files=files, modules=modules)
 
 
 def with_sidecars(files):
@@ -59,8 +56,9 @@ def paper_targets(paper, scale=None):
 def all_targets(scale=None):
     scale = scale or SCALE
     out = [f for p in PAPERS for f in paper_targets(p, scale)]
-    return out + with_sidecars([f"results/{scale}/claims.csv", f"results/{scale}/claims.md",
-                                f"results/{scale}/index.html"])
+    return out + with_sidecars(
+        [f"results/{scale}/claims.csv", f"results/{scale}/claims.md", f"results/{scale}/index.html"]
+    )
 
 
 # One target per paper (`snakemake gcca`) and one alias per artifact (`snakemake thesis_table5_1`).
@@ -72,6 +70,7 @@ for _paper in PAPERS:
         input:
             paper_targets(_paper),
         localrule: True
+
 
 for _paper, _artifact, _entry in REGISTRY.artifacts(scale=SCALE):
 

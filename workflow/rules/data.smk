@@ -12,12 +12,6 @@ except ConfigError as exc:
     raise WorkflowError(f"fedrepro dataset registry error:\n{exc}") from None
 
 FETCHED = [n for n in DATASETS.names() if not DATASETS[n].derived_from]
-FETCH_CODE = code("data/registry", "data/verify", "data/download", "data/sources", "data/extract",
-                  "data/acquire", "data/formats")
-# What turns verified files into results/data/<dataset>/: not the loaders, partitioners or streaming code that
-# only read prepared data (editing those must not re-prepare every dataset and rerun everything downstream).
-PREPARE_CODE = sorted(set(FETCH_CODE) | set(code("data/prepare", "data/standins", "data/images", "data/mimic",
-                                                 "data/text", "data/ehr")))
 
 
 def prepared(name):
@@ -45,7 +39,7 @@ rule data:
 rule data_fetch:
     """Verified raw files of one dataset (sources in order, checksums, pins), or a record of why not."""
     input:
-        code=FETCH_CODE,
+        code=code("workflow/scripts/data_fetch.py"),
     output:
         manifest="results/downloads/{dataset}/manifest.json",
         prov="results/downloads/{dataset}/manifest.json.prov.json",
@@ -62,6 +56,7 @@ rule data_fetch:
     threads: 1
     resources:
         mem_mb=3000,
+        machine=1,
     script:
         "../scripts/data_fetch.py"
 
@@ -70,7 +65,7 @@ rule data_prepare:
     """results/data/<dataset>/<dataset>.npz from the verified files, or the declared stand-in."""
     input:
         manifest=lambda wc: f"results/downloads/{DATASETS.fetch_name(wc.dataset)}/manifest.json",
-        code=PREPARE_CODE,
+        code=code("workflow/scripts/data_prepare.py"),
     output:
         npz="results/data/{dataset}/{dataset}.npz",
         prov="results/data/{dataset}/{dataset}.npz.prov.json",
@@ -86,5 +81,6 @@ rule data_prepare:
     threads: 1
     resources:
         mem_mb=4000,
+        machine=1,
     script:
         "../scripts/data_prepare.py"

@@ -10,21 +10,17 @@ def _artifact_names(kind):
 
 
 def render_inputs(wc):
-    entry = REGISTRY.artifact(wc.paper, wc.artifact)
-    experiments = [REGISTRY.experiment(wc.paper, e) for e in entry["experiments"]]
-    packages = {pkg for e in experiments for pkg in e["code"]} | set(entry.get("code", [])) | {"plotting"}
+    notebook = REGISTRY.notebook(wc.paper, wc.artifact)
     return {
-        "notebook": entry["notebook"],
+        "notebook": notebook,
         "runs": REGISTRY.artifact_runs(wc.paper, wc.artifact, wc.scale),
         "registry": f"config/papers/{wc.paper}.yaml",
-        "code": code(*sorted(packages), "registry", "config"),
+        "code": code("workflow/scripts/render_notebook.py", notebook),
     }
 
 
 def render_params(wc):
-    entry = REGISTRY.artifact(wc.paper, wc.artifact)
-    return {"configuration": config["configuration"], "label": entry["label"], "caption": entry["caption"],
-            **entry.get("parameters", {})}
+    return {"configuration": config["configuration"]}
 
 
 rule render_table:
@@ -46,6 +42,8 @@ rule render_table:
     log:
         "results/{scale}/{paper}/logs/render/{artifact}.log",
     threads: 1
+    resources:
+        machine=1,
     script:
         "../scripts/render_notebook.py"
 
@@ -71,6 +69,8 @@ rule render_figure:
     log:
         "results/{scale}/{paper}/logs/render/{artifact}.log",
     threads: 1
+    resources:
+        machine=1,
     script:
         "../scripts/render_notebook.py"
 
@@ -80,13 +80,15 @@ rule claims_artifact:
     input:
         data=lambda wc: REGISTRY.artifact_data(wc.paper, wc.artifact, wc.scale),
         registry="config/papers/{paper}.yaml",
-        code=code("scorecard", "registry", "config"),
+        code=code("workflow/scripts/claims_artifact.py"),
     output:
         csv="results/{scale}/{paper}/claims/{artifact}.csv",
         prov="results/{scale}/{paper}/claims/{artifact}.csv.prov.json",
     log:
         "results/{scale}/{paper}/logs/claims/{artifact}.log",
     localrule: True
+    resources:
+        machine=1,
     script:
         "../scripts/claims_artifact.py"
 
@@ -98,7 +100,7 @@ rule scorecard:
         artifacts=lambda wc: [f for p, a, _ in REGISTRY.artifacts(scale=wc.scale)
                               for f in REGISTRY.artifact_files(p, a, wc.scale).values()],
         registries=[f"config/papers/{p}.yaml" for p in PAPERS],
-        code=code("scorecard", "registry", "config", "plotting"),
+        code=code("workflow/scripts/scorecard.py"),
     output:
         csv="results/{scale}/claims.csv",
         md="results/{scale}/claims.md",
@@ -108,5 +110,7 @@ rule scorecard:
     log:
         "results/{scale}/logs/scorecard.log",
     localrule: True
+    resources:
+        machine=1,
     script:
         "../scripts/scorecard.py"
