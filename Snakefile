@@ -20,8 +20,9 @@ include: "workflow/rules/run.smk"
 include: "workflow/rules/render.smk"
 
 
+# Every artifact of every paper at the configured scale, the scorecard and the index page.  (A comment, not a
+# docstring: snakefmt orders default_target first and then cannot parse a docstring after it.)
 rule all:
-    """Every artifact of every paper at the configured scale, the scorecard and the index page."""
+    default_target: True
     input:
         all_targets(),
-    default_target: True

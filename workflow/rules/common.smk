@@ -5,6 +5,7 @@ from snakemake.exceptions import WorkflowError
 
 from fedrepro.codedeps import closure_relpaths
 from fedrepro.config import ConfigError, resolve_config
+from fedrepro.data.registry import load_registry
 from fedrepro.registry import Registry
 
 try:
@@ -28,37 +29,121 @@ if workflow.global_resources.get("machine") is None:
 def code(*files, modules=()):
     """The src/fedrepro files that running `files` (scripts, notebooks) or importing `modules` loads.
 
-    A job depends on exactly these, so editing any module it really imports (and only those) reruns it."""
+    A job depends on exactly these, so editing any module it really imports (and only those) reruns it.
+    """
     return closure_relpaths(ROOT, files=files, modules=modules)
 
 
 def with_sidecars(files):
     files = list(files)
-    return files + [f + ".prov.json" for f in files]
+    return files + [f"{f}.prov.json" for f in files]
 
 
 def run_params(paper, experiment, configuration, scale):
     """The resolved parameters of one run (a stable dict: the config subset the sidecar records)."""
-    return {**REGISTRY.params(paper, experiment, configuration, scale), "seed": config["seed"]}
+    return {
+        **REGISTRY.params(paper, experiment, configuration, scale),
+        "seed": config["seed"],
+    }
 
 
 def artifact_targets(paper, artifact, scale=None):
     scale = scale or SCALE
     files = REGISTRY.artifact_files(paper, artifact, scale)
-    return with_sidecars(files.values()) + with_sidecars([REGISTRY.claims_file(paper, artifact, scale)])
+    return with_sidecars(files.values()) + with_sidecars(
+        [REGISTRY.claims_file(paper, artifact, scale)]
+    )
 
 
 def paper_targets(paper, scale=None):
     scale = scale or SCALE
-    return [f for _, a, _ in REGISTRY.artifacts(paper, scale) for f in artifact_targets(paper, a, scale)]
+    return [
+        f
+        for _, a, _ in REGISTRY.artifacts(paper, scale)
+        for f in artifact_targets(paper, a, scale)
+    ]
 
 
 def all_targets(scale=None):
     scale = scale or SCALE
     out = [f for p in PAPERS for f in paper_targets(p, scale)]
     return out + with_sidecars(
-        [f"results/{scale}/claims.csv", f"results/{scale}/claims.md", f"results/{scale}/index.html"]
+        [
+            f"results/{scale}/claims.csv",
+            f"results/{scale}/claims.md",
+            f"results/{scale}/index.html",
+        ]
     )
+
+
+# ---- data (config/datasets.yaml) ----------------------------------------------------------------------
+try:
+    DATASETS = load_registry(ROOT)
+except ConfigError as exc:
+    raise WorkflowError(f"fedrepro dataset registry error:\n{exc}") from None
+
+FETCHED = [n for n in DATASETS.names() if not DATASETS[n].derived_from]
+
+
+def prepared(name):
+    """The prepared file of a dataset, for a paper rule's input (its sidecar comes along)."""
+    DATASETS[name]
+    return f"results/data/{name}/{name}.npz"
+
+
+def data_targets(scale=None):
+    return with_sidecars([prepared(n) for n in DATASETS.needed(scale or SCALE)])
+
+
+def _credential(name):
+    cred = DATASETS[name].credential
+    return (config["data"].get("credentials") or {}).get(cred["key"]) if cred else None
+
+
+# ---- runs (registry experiments) ------------------------------------------------------------------------
+def run_spec(wc):
+    return REGISTRY.run_spec(wc.paper, wc.experiment, wc.scale)
+
+
+def run_inputs(wc):
+    spec = run_spec(wc)
+    inputs = {
+        "code": code(
+            "workflow/scripts/run.py", modules=(spec["runner"].partition(":")[0],)
+        )
+    }
+    if spec["dataset"]:
+        inputs["data"] = prepared(spec["dataset"])
+    for name, need in spec["needs"].items():
+        inputs[name] = REGISTRY.run_file(wc.paper, need, wc.scale)
+    inputs.update(spec["reads"])
+    return inputs
+
+
+def run_resource(key, default=None):
+    return lambda wc: run_spec(wc)["resources"].get(key, default)
+
+
+# ---- renders (registry artifacts) -----------------------------------------------------------------------
+def _artifact_names(kind):
+    names = sorted({a for _, a, e in REGISTRY.artifacts() if e["kind"] == kind})
+    return (
+        "|".join(names) or "(?!)"
+    )  # a regex that matches nothing when no artifact has this kind
+
+
+def render_inputs(wc):
+    notebook = REGISTRY.notebook(wc.paper, wc.artifact)
+    return {
+        "notebook": notebook,
+        "runs": REGISTRY.artifact_runs(wc.paper, wc.artifact, wc.scale),
+        "registry": f"config/papers/{wc.paper}.yaml",
+        "code": code("workflow/scripts/render_notebook.py", notebook),
+    }
+
+
+def render_params(wc):
+    return {"configuration": config["configuration"]}
 
 
 # One target per paper (`snakemake gcca`) and one alias per artifact (`snakemake thesis_table5_1`).

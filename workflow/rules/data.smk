@@ -3,30 +3,6 @@
 #   results/data/<dataset>/<dataset>.npz        prepared arrays; its .prov.json says data: {<dataset>: real|stand-in}
 # Paper rules take prepared data as input with prepared("<dataset>") and list the dataset under needs: in
 # config/datasets.yaml for the scales that use it.
-from fedrepro.config import ConfigError
-from fedrepro.data.registry import load_registry
-
-try:
-    DATASETS = load_registry(ROOT)
-except ConfigError as exc:
-    raise WorkflowError(f"fedrepro dataset registry error:\n{exc}") from None
-
-FETCHED = [n for n in DATASETS.names() if not DATASETS[n].derived_from]
-
-
-def prepared(name):
-    """The prepared file of a dataset, for a paper rule's input (its sidecar comes along)."""
-    DATASETS[name]
-    return f"results/data/{name}/{name}.npz"
-
-
-def data_targets(scale=None):
-    return with_sidecars([prepared(n) for n in DATASETS.needed(scale or SCALE)])
-
-
-def _credential(name):
-    cred = DATASETS[name].credential
-    return (config["data"].get("credentials") or {}).get(cred["key"]) if cred else None
 
 
 rule data:
@@ -43,20 +19,26 @@ rule data_fetch:
     output:
         manifest="results/downloads/{dataset}/manifest.json",
         prov="results/downloads/{dataset}/manifest.json.prov.json",
-    params:
-        cfg=lambda wc: {"dataset": wc.dataset, "files": DATASETS[wc.dataset].files,
-                        "sources": DATASETS[wc.dataset].sources, "on_missing": config["data"]["on_missing"],
-                        "credential": _credential(wc.dataset)},
-    wildcard_constraints:
-        dataset="|".join(FETCHED),
     log:
         "results/downloads/{dataset}/fetch.log",
     benchmark:
         "results/benchmarks/data/fetch_{dataset}.tsv"
+    wildcard_constraints:
+        dataset="|".join(FETCHED),
+    conda:
+        "../../environment.yml"
     threads: 1
     resources:
         mem_mb=3000,
         machine=1,
+    params:
+        cfg=lambda wc: {
+            "dataset": wc.dataset,
+            "files": DATASETS[wc.dataset].files,
+            "sources": DATASETS[wc.dataset].sources,
+            "on_missing": config["data"]["on_missing"],
+            "credential": _credential(wc.dataset),
+        },
     script:
         "../scripts/data_fetch.py"
 
@@ -69,18 +51,24 @@ rule data_prepare:
     output:
         npz="results/data/{dataset}/{dataset}.npz",
         prov="results/data/{dataset}/{dataset}.npz.prov.json",
-    params:
-        cfg=lambda wc: {"dataset": wc.dataset, "prepare": DATASETS[wc.dataset].prepare,
-                        "standin": DATASETS[wc.dataset].standin, "on_missing": config["data"]["on_missing"]},
-    wildcard_constraints:
-        dataset="|".join(DATASETS.names()),
     log:
         "results/data/{dataset}/prepare.log",
     benchmark:
         "results/benchmarks/data/prepare_{dataset}.tsv"
+    wildcard_constraints:
+        dataset="|".join(DATASETS.names()),
+    conda:
+        "../../environment.yml"
     threads: 1
     resources:
         mem_mb=4000,
         machine=1,
+    params:
+        cfg=lambda wc: {
+            "dataset": wc.dataset,
+            "prepare": DATASETS[wc.dataset].prepare,
+            "standin": DATASETS[wc.dataset].standin,
+            "on_missing": config["data"]["on_missing"],
+        },
     script:
         "../scripts/data_prepare.py"

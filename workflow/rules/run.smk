@@ -3,25 +3,6 @@
 # resources and alone, each optionally per scale under scales.<scale>.  See docs/architecture.md.
 
 
-def run_spec(wc):
-    return REGISTRY.run_spec(wc.paper, wc.experiment, wc.scale)
-
-
-def run_inputs(wc):
-    spec = run_spec(wc)
-    inputs = {"code": code("workflow/scripts/run.py", modules=(spec["runner"].partition(":")[0],))}
-    if spec["dataset"]:
-        inputs["data"] = prepared(spec["dataset"])
-    for name, need in spec["needs"].items():
-        inputs[name] = REGISTRY.run_file(wc.paper, need, wc.scale)
-    inputs.update(spec["reads"])
-    return inputs
-
-
-def run_resource(key, default=None):
-    return lambda wc: run_spec(wc)["resources"].get(key, default)
-
-
 rule run:
     """One experiment configuration (every seed, method and variant it runs) -> a tidy long CSV + sidecar."""
     input:
@@ -29,18 +10,20 @@ rule run:
     output:
         csv="results/{scale}/{paper}/runs/{experiment}/{configuration}.csv",
         prov="results/{scale}/{paper}/runs/{experiment}/{configuration}.csv.prov.json",
-    wildcard_constraints:
-        paper="|".join(PAPERS),
-    params:
-        cfg=lambda wc: run_params(wc.paper, wc.experiment, wc.configuration, wc.scale),
-        spec=run_spec,
     log:
         "results/{scale}/{paper}/logs/runs/{experiment}/{configuration}.log",
+    wildcard_constraints:
+        paper="|".join(PAPERS),
+    conda:
+        "../../environment.yml"
     threads: lambda wc: run_spec(wc)["threads"]
     resources:
         mem_mb=run_resource("mem_mb", 4000),
         runtime=run_resource("runtime", 120),  # minutes (a cluster's time limit); registry `resources.runtime`
         gpu=run_resource("gpu", 0),
         machine=lambda wc: MACHINE_SLOTS if run_spec(wc)["alone"] else 1,
+    params:
+        cfg=lambda wc: run_params(wc.paper, wc.experiment, wc.configuration, wc.scale),
+        spec=run_spec,
     script:
         "../scripts/run.py"
