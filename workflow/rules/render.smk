@@ -13,6 +13,7 @@ rule render_table:
             "results/{scale}/{paper}/tables/{artifact}.csv",
             caption="../report/artifact.rst",
             category="{paper}",
+            subcategory="{artifact}",
             labels={"artifact": "{artifact}", "kind": "table"},
         ),
         md="results/{scale}/{paper}/tables/{artifact}.md",
@@ -38,6 +39,8 @@ rule render_table:
         machine=1,
     params:
         nb=render_params,
+        label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
+        caption=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["caption"],
     script:
         "../scripts/render_notebook.py"
 
@@ -53,6 +56,7 @@ rule render_figure:
             "results/{scale}/{paper}/figures/{artifact}.png",
             caption="../report/artifact.rst",
             category="{paper}",
+            subcategory="{artifact}",
             labels={"artifact": "{artifact}", "kind": "figure"},
         ),
         ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
@@ -78,6 +82,8 @@ rule render_figure:
         machine=1,
     params:
         nb=render_params,
+        label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
+        caption=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["caption"],
     script:
         "../scripts/render_notebook.py"
 
@@ -89,7 +95,13 @@ rule claims_artifact:
         registry="config/papers/{paper}.yaml",
         code=code("workflow/scripts/claims_artifact.py"),
     output:
-        csv="results/{scale}/{paper}/claims/{artifact}.csv",
+        csv=report(
+            "results/{scale}/{paper}/claims/{artifact}.csv",
+            caption="../report/claims.rst",
+            category="{paper}",
+            subcategory="{artifact}",
+            labels={"artifact": "{artifact}", "kind": "claims"},
+        ),
         prov="results/{scale}/{paper}/claims/{artifact}.csv.prov.json",
     log:
         "results/{scale}/{paper}/logs/claims/{artifact}.log",
@@ -98,6 +110,8 @@ rule claims_artifact:
         "../../environment.yml"
     resources:
         machine=1,
+    params:
+        label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
     script:
         "../scripts/claims_artifact.py"
 
