@@ -69,6 +69,43 @@ def rule_run(sm, use_torch_device: bool = False):
 
 
 @dataclass
+class LocalJob:
+    """A small job run inside the Snakemake process (a `run:` rule): its own log file, no global side effects."""
+
+    rule: str
+    log: logging.Logger
+    started: str = field(default_factory=now_iso)
+
+    def sidecars(self, outputs, *, inputs=(), config=None, seeds=None, data=None, extra=None):
+        return write_sidecars(outputs, rule=self.rule, inputs=inputs, config=config, seeds=seeds,
+                              started=self.started, device=device_description("cpu"), data=data, extra=extra)
+
+
+@contextlib.contextmanager
+def local_job(rule: str, log_file: str):
+    """Like `rule_run`, for jobs that run in the Snakemake process itself (claims, scorecard): no process to start,
+    so they cost milliseconds.  Nothing global changes (stdout, logging config, thread limits): jobs run side by
+    side in threads, each writing its own log through its own logger."""
+    logger = logging.getLogger(f"fedrepro.job.{log_file}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_file, mode="w")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    try:
+        logger.info("rule %s started (in the Snakemake process)", rule)
+        yield LocalJob(rule=rule, log=logger)
+        logger.info("rule %s finished", rule)
+    except BaseException:
+        logger.exception("rule %s failed", rule)
+        raise
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+
+
+@dataclass
 class RunContext:
     """Everything a runner gets: what to run, with which parameters, reading which files, on what."""
 

@@ -93,7 +93,7 @@ rule claims_artifact:
     input:
         data=lambda wc: REGISTRY.artifact_data(wc.paper, wc.artifact, wc.scale),
         registry="config/papers/{paper}.yaml",
-        code=code("workflow/scripts/claims_artifact.py"),
+        code=code(modules=("fedrepro.scorecard.jobs",)),
     output:
         csv=report(
             "results/{scale}/{paper}/claims/{artifact}.csv",
@@ -106,14 +106,15 @@ rule claims_artifact:
     log:
         "results/{scale}/{paper}/logs/claims/{artifact}.log",
     localrule: True
-    conda:
-        "../../environment.yml"
     resources:
         machine=1,
     params:
         label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
-    script:
-        "../scripts/claims_artifact.py"
+    run:
+        # in the Snakemake process: a job of milliseconds needs no Python process of its own
+        from fedrepro.scorecard.jobs import judge_artifact
+
+        judge_artifact(wildcards, input, output.csv, log[0])
 
 
 rule scorecard:
@@ -129,7 +130,7 @@ rule scorecard:
             for f in REGISTRY.artifact_files(p, a, wc.scale).values()
         ],
         registries=[f"config/papers/{p}.yaml" for p in PAPERS],
-        code=code("workflow/scripts/scorecard.py"),
+        code=code(modules=("fedrepro.scorecard.jobs",)),
     output:
         csv="results/{scale}/claims.csv",
         md="results/{scale}/claims.md",
@@ -142,9 +143,9 @@ rule scorecard:
     log:
         "results/{scale}/logs/scorecard.log",
     localrule: True
-    conda:
-        "../../environment.yml"
     resources:
         machine=1,
-    script:
-        "../scripts/scorecard.py"
+    run:
+        from fedrepro.scorecard.jobs import write_scorecard
+
+        write_scorecard(wildcards.scale, input, output, log[0])
