@@ -23,6 +23,10 @@ PAPERS = ("gcca", "cvfl", "thesis", "adept")
 MACHINE_SLOTS = 1000
 if workflow.global_resources.get("machine") is None:
     workflow.global_resources["machine"] = MACHINE_SLOTS
+# On one machine, one GPU job at a time (jobs tagged `gpu: 1` run on the CPU where there is no GPU); on a cluster
+# each job gets its own GPU, so no limit there.  `--resources gpu=N` overrides.
+if workflow.local_exec and workflow.global_resources.get("gpu") is None:
+    workflow.global_resources["gpu"] = 1
 
 
 @lru_cache(maxsize=None)
