@@ -15,6 +15,7 @@ ROOT = Path(workflow.main_snakefile).resolve().parent
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/targets.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/run.smk"
 include: "workflow/rules/render.smk"

@@ -50,6 +50,23 @@ def test_paper_targets_and_artifact_aliases_exist(workdir):
         assert target in out
 
 
+def test_unknown_target_suggests_close_matches_and_the_list_command(workdir):
+    proc = snakemake("-n", "thesis_fig41", cwd=workdir, check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "did you mean" in text and "thesis_fig4_1" in text
+    assert "python -m fedrepro list" in text
+
+
+def test_alias_of_another_scale_says_where_it_exists_and_the_advice_works(workdir):
+    proc = snakemake("-n", "thesis_fig3_1", cwd=workdir, check=False)  # Fig. 3.1 is built at smoke and paper only
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "--config scale=smoke" not in text and "scale=paper" in text
+    advice = text.split("build it with:")[1].split("\n")[0].split()
+    assert advice[:3] == ["snakemake", "--cores", "8"]
+    ok = snakemake("-n", *advice[3:], cwd=workdir, check=False)  # the printed command resolves
+    assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
+
+
 def test_slurm_profile_parses_and_jobs_get_resources(workdir):
     proc = snakemake("-n", "--profile", "workflow/profiles/slurm", "thesis_table5_1", "--config", "scale=smoke",
                      cwd=workdir)

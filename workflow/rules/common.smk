@@ -150,22 +150,33 @@ def render_params(wc):
     return {"configuration": config["configuration"]}
 
 
-# One target per paper (`snakemake gcca`) and one alias per artifact (`snakemake thesis_table5_1`).
-for _paper in PAPERS:
+def unknown_target(wc):
+    """Raised at DAG-build time for a target that is neither a file, nor a rule at this scale."""
+    import difflib
 
-    rule:
-        name:
-            _paper
-        input:
-            paper_targets(_paper),
-        localrule: True
-
-
-for _paper, _artifact, _entry in REGISTRY.artifacts(scale=SCALE):
-
-    rule:
-        name:
-            f"{_paper}_{_artifact}"
-        input:
-            artifact_targets(_paper, _artifact),
-        localrule: True
+    known = [*PAPERS, "all", "data"] + [
+        f"{p}_{a}" for p, a, _ in REGISTRY.artifacts(scale=SCALE)
+    ]
+    elsewhere = sorted(
+        {
+            s
+            for p, a, e in REGISTRY.artifacts()
+            if f"{p}_{a}" == wc.target
+            for s in e["scales"]
+        }
+    )
+    if elsewhere:
+        scale = "paper" if "paper" in elsewhere else elsewhere[0]
+        msg = (
+            f"target {wc.target!r} is built at scale {', '.join(elsewhere)}, not at {SCALE!r}; "
+            f"build it with:  snakemake --cores 8 {wc.target} --config scale={scale}"
+        )
+    else:
+        close = difflib.get_close_matches(wc.target, known, n=3, cutoff=0.6)
+        msg = (
+            f"unknown target {wc.target!r}"
+            + (f"; did you mean {', '.join(close)}?" if close else "")
+            + "\nTargets: all, a paper (gcca, cvfl, thesis, adept), data, or an artifact alias <paper>_<artifact>;"
+            " every artifact with its alias: python -m fedrepro list"
+        )
+    raise WorkflowError(msg)
