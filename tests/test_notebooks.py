@@ -2,17 +2,17 @@
 
 import nbformat
 import pytest
+from conftest import REPO
 
 from fedrepro.registry import Registry
-from conftest import REPO
 
 NOTEBOOKS = sorted((REPO / "notebooks").rglob("*.ipynb"))
 
 
 def test_every_registry_notebook_exists():
     registry = Registry.load(REPO)
-    for _, _, entry in registry.artifacts():
-        assert (REPO / entry["notebook"]).exists()
+    for paper, artifact, entry in registry.artifacts():
+        assert (REPO / entry.get("notebook", registry.notebook(paper, artifact))).exists()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

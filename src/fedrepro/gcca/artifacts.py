@@ -1,0 +1,416 @@
+"""Every gcca artifact (Figs. 3-13, Table I) drawn from the run CSVs: one function per artifact.
+
+Each function takes the notebook's `fedrepro.notebook.Artifact`, writes `art.outputs` (the data CSV, then the
+figure or the Markdown table) and returns the matplotlib Figure or an `IPython.display.Markdown`.  The numbers
+come from `summaries` (Figs. 3-8, Table I) and `data_summaries` (Figs. 9-13), computed per configuration so the
+claims can judge each one; the figure shows `art.shown`.  Per-artifact numbers (levels, targets) come from the
+registry's `parameters:` of the artifact, the paper's values from its claims.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import to_rgb
+
+from fedrepro.gcca import data_summaries, summaries
+from fedrepro.plotting import apply_style, color, label, markdown_table
+
+# Non-curve rows worth showing under a figure: what the claims read (everything but plotted points).
+_PLOTTED_KINDS = ("curve", "points")
+
+
+# ---- shared helpers ---------------------------------------------------------------------------------------------
+
+def _summarize(art, summarize, **kwargs) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The summary of every configuration (written as the artifact's CSV) and the rows of the shown one."""
+    runs = art.runs
+    table = pd.concat([summarize(runs[runs.configuration == c], **kwargs).assign(configuration=c)
+                       for c in art.configurations], ignore_index=True)
+    art.write_data(table)
+    return table, table[table.configuration == art.shown]
+
+
+def _method_label(method: str, q: int, deep: bool = False) -> str:
+    """'AltMaxVar (32 bits)' / 'CuteMaxVar (q = 3)', with '-Deep' for the deep variants."""
+    name = label(method) + ("-Deep" if deep else "")
+    return f"{name} (32 bits)" if method == "altmaxvar" else f"{name} (q = {int(q)})"
+
+
+def _q_label(q: int) -> str:
+    return _method_label("altmaxvar", 32) if int(q) == 32 else label(f"cutemaxvar_q{int(q)}")
+
+
+def _q_color(q: int) -> str:
+    return color("altmaxvar") if int(q) == 32 else color(f"cutemaxvar_q{int(q)}")
+
+
+def _line_width(method: str) -> float:
+    """AltMaxVar drawn wider, under CuteMaxVar: where the two coincide (the paper's point) both stay visible."""
+    return 2.6 if method == "altmaxvar" else 1.3
+
+
+def _shades(name: str, n: int) -> list[tuple]:
+    """n shades of a method's colour, light to dark: an ordered sweep (batch size, number of views)."""
+    base = np.array(to_rgb(color(name)))
+    out = []
+    for t in np.linspace(0.0, 1.0, n) if n > 1 else [0.5]:
+        light, dark = base + 0.6 * (1 - base), 0.45 * base
+        out.append(tuple(light + t * (dark - light)))
+    return out
+
+
+def _fmt_cr(value: float) -> str:
+    return "–" if np.isnan(value) else f"{value:.4f}"
+
+
+def run_parameters(art) -> str:
+    """The resolved parameters of the runs behind the artifact (the sizes of this scale, never typed by hand)."""
+    parts = []
+    for exp in art.experiments:
+        items = []
+        for key, value in art.run_params(exp, art.shown).items():
+            if isinstance(value, dict):
+                continue
+            if isinstance(value, list):
+                value = ", ".join(str(v.get("label", v)) if isinstance(v, dict) else str(v) for v in value)
+            items.append(f"{key} = {value}")
+        parts.append(f"experiment `{exp}`: " + "; ".join(items))
+    return "\n\n".join(parts)
+
+
+def summary(art):
+    """What the artifact was made from (scale, configurations, run parameters) and the rows the claims read."""
+    from IPython.display import Markdown
+
+    lines = [f"Scale `{art.scale}`, configuration shown `{art.shown}` (configurations run: "
+             + ", ".join(f"`{c}`" for c in art.configurations) + ")" + (", **stand-in data**" if art.stand_in else "")
+             + ".", "", run_parameters(art), ""]
+    if art.kind == "figure":
+        data = pd.read_csv(art.outputs["csv"])
+        data = data[~data["kind"].isin(_PLOTTED_KINDS) & (data.configuration == art.shown)]
+        lines += ["Numbers the claims read:", "", markdown_table(data.dropna(axis=1, how="all"), floatfmt=".4g"), ""]
+    return Markdown("\n".join(lines))
+
+
+# ---- Fig. 3 ------------------------------------------------------------------------------------------------------
+
+def fig3(art):
+    """Cost vs. iteration from the warm and the randn start, with v* and the MVLSA cost."""
+    _, data = _summarize(art, summaries.fig3)
+    apply_style()
+    ref = data[data.kind == "reference"].iloc[0]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for (method, start), c in data[data.kind == "curve"].groupby(["method", "start"]):
+        c = c.sort_values("step")
+        q = int(c.q.iloc[0])
+        ax.plot(c.step + 1, c.objective, color=color(method), lw=_line_width(method),
+                ls="-" if start == "warm" else "--", label=f"{label(method)} ({q} bits), {start} start")
+    ax.axhline(ref.v_star, color="k", lw=1, label="Optimal (v*)")
+    ax.axhline(ref.mvlsa, color=color("mvlsa"), lw=1, ls=":", label=label("mvlsa"))
+    ax.set(xscale="log", yscale="log", xlabel="iteration + 1", ylabel="cost value f", title=art.label)
+    ax.legend()
+    art.save_figure(fig)
+    return fig
+
+
+# ---- Fig. 4, Table I, Fig. 5 -------------------------------------------------------------------------------------
+
+def _q_panels(axes, cv: pd.DataFrame) -> None:
+    """Cost vs. BPV (left) and vs. iteration (right), one curve per compression level q."""
+    for (_, q), c in cv.groupby(["variant", "q"], sort=False):
+        c = c.sort_values("step")
+        method = "altmaxvar" if int(q) == 32 else "cutemaxvar"
+        style = {"color": _q_color(q), "lw": _line_width(method), "label": _q_label(q)}
+        axes[0].plot(c.bpv, c.objective, **style)
+        axes[1].plot(c.step + 1, c.objective, **style)
+
+
+def fig4(art):
+    _, data = _summarize(art, summaries.fig4)
+    apply_style()
+    cv = data[data.kind == "curve"]
+    v_star = float(cv.v_star.iloc[0])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    _q_panels(axes, cv)
+    for ax, xl in zip(axes, ("bits per variable (BPV)", "iteration + 1")):
+        ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
+        ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f")
+    axes[1].legend()
+    fig.suptitle(art.label)
+    art.save_figure(fig)
+    return fig
+
+
+def _paper_cr(art) -> dict[int, str]:
+    """Table I's printed CR per q from the artifact's `cells` claims; a q the paper table leaves out prints '–'."""
+    paper = {}
+    for claim in art.claims():
+        if claim["kind"] == "cells" and claim["keys"] == ["q"] and claim["columns"] == ["cr"]:
+            paper.update({int(q): f"{v:.4f}" for q, v in claim["paper_table"]})
+    return paper
+
+
+def _compressor_check(rng_key: tuple, q: int = 3, shape=(500, 5), draws: int = 2000) -> dict:
+    """Monte-Carlo check of Facts 1-2 for the compressor the runs use: bias and E||C(D) - D||^2 vs. its bound."""
+    from fedrepro.comm import get_compressor
+    from fedrepro.runtime import rng_stream
+
+    rng = rng_stream(*rng_key)
+    delta = rng.standard_normal(shape)
+    comp = get_compressor("cutemaxvar", q=q)
+    samples = np.stack([comp(delta, rng, batched=False).value for _ in range(draws)])
+    m, S = np.abs(delta).max(), comp.S
+    return {"row": "fact2", "q": q, "bias_over_m": float(np.abs(samples.mean(0) - delta).max() / m),
+            "mse_over_bound": float(((samples - delta) ** 2).sum(axis=(1, 2)).mean() / (delta.size * m**2 / (4 * S**2)))}
+
+
+def table1(art):
+    """CR to reach `level` x v* per q (Table I), the §3.8 motivating arithmetic and the compressor check."""
+    from IPython.display import Markdown
+
+    level = float(art.params.get("level", 1.5))
+    table, _ = _summarize(art, summaries.table1, level=level)
+    shown = art.shown
+    fact2 = _compressor_check((0, "table1", "fact2")) | {"configuration": shown}
+    extra = pd.DataFrame([summaries.motivating_example() | {"configuration": shown}, fact2])
+    table = pd.concat([table, extra], ignore_index=True)
+    art.write_data(table)
+
+    paper = _paper_cr(art)
+    dash = lambda v, fmt: "–" if np.isnan(v) else format(v, fmt)
+    lines = [f"# {art.label}: CR to reach {level:g} v* — scale `{art.scale}`", ""]
+    for c in art.configurations:
+        t = table[(table.configuration == c) & (table.row == "cr")]
+        rows = pd.DataFrame({"q (bits)": t.q.astype(int), "paper CR": t.q.astype(int).map(lambda q: paper.get(q, "–")),
+                             "ours CR": [dash(v, ".4f") for v in t.cr],
+                             "R_A": [dash(v, ".0f") for v in t.R_A], "R_C": [dash(v, ".0f") for v in t.R_C],
+                             "final f/v*": [f"{v:.3g}" for v in t.final_ratio]})
+        lines += [f"## Configuration `{c}` (v* = {t.v_star.iloc[0]:.3g})", "", markdown_table(rows), ""]
+    mot = extra.iloc[0]
+    motivating = (f"Motivating example (§3.8): J = {mot.J:.0f}, K = {mot.K:.0f}, 32-bit floats: {mot.bits:.3g} bits = "
+                  f"{mot.gigabytes:.2f} GB per node per iteration (paper: 1.2 GB).")
+    check = (f"Compressor check (q = 3, 2000 draws on a 500 × 5 Δ): max |mean − Δ| / m = {fact2['bias_over_m']:.3g}; "
+             f"E‖C̃(Δ) − Δ‖² / (JK m²/4S²) = {fact2['mse_over_bound']:.3f} (Fact 2: ≤ 1).")
+    lines += [motivating, "", check, ""]
+    text = "\n".join(lines)
+    art.write_markdown(text)
+    return Markdown(text)
+
+
+def fig5(art):
+    """CuteMaxVar (q) and AltMaxVar vs. BPV near v*, each level annotated with its CR."""
+    q = int(art.params.get("q", 3))
+    levels = tuple(art.params.get("levels", summaries.LEVELS))
+    _, data = _summarize(art, summaries.fig5, q=q, levels=levels)
+    apply_style()
+    cv, lv = data[data.kind == "curve"], data[data.kind == "level"]
+    v_star = float(lv.v_star.iloc[0])
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for (method, cq), c in cv.groupby(["method", "q"]):
+        c = c.sort_values("step")
+        ax.plot(c.bpv, c.objective, color=_q_color(cq), lw=_line_width(method), label=_q_label(cq))
+    ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
+    for _, row in lv.iterrows():
+        ax.axhline(row.level * v_star, color="grey", lw=0.8, ls="--")
+        ax.annotate(f"{row.level:g} v*: CR = {_fmt_cr(row.cr)}", (0.98, row.level * v_star),
+                    xycoords=("axes fraction", "data"), ha="right", va="bottom", fontsize=8)
+    ax.set(xscale="log", yscale="log", xlabel="bits per variable (BPV)", ylabel="cost value f",
+           ylim=(0.7 * v_star, 5 * v_star), title=art.label)
+    ax.legend(loc="lower left")
+    art.save_figure(fig)
+    return fig
+
+
+# ---- Figs. 6-8 ----------------------------------------------------------------------------------------------------
+
+def fig6(art):
+    """Batch sizes: cost vs. BPV (left) and vs. wall-clock time (right)."""
+    _, data = _summarize(art, summaries.fig6)
+    apply_style()
+    cv = data[data.kind == "curve"]
+    v_star = float(cv.v_star.iloc[0])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    order = cv.drop_duplicates("variant").sort_values(["method", "batch"]).variant.tolist()
+    cute = [v for v in order if not cv[cv.variant == v].method.eq("altmaxvar").any()]
+    shade = dict(zip(cute, _shades("cutemaxvar", len(cute))))
+    for variant in order:
+        c = cv[cv.variant == variant].sort_values("step")
+        method, batch = c.method.iloc[0], int(c.batch.iloc[0])
+        if method == "altmaxvar":
+            name, col = f"{label(method)} (full gradient)", color(method)
+        else:
+            full = batch >= c.batch.max() and variant.endswith("full")
+            name, col = f"{label(method)}, full gradient" if full else f"{label(method)}, batch {batch}", shade[variant]
+        for ax, x in zip(axes, (c.bpv, c.time)):
+            ax.plot(x, c.objective, color=col, lw=_line_width(method), label=name)
+    for ax, xl in zip(axes, ("bits per variable (BPV)", "wall-clock time (s)")):
+        ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
+        ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f")
+    axes[1].legend()
+    fig.suptitle(art.label)
+    art.save_figure(fig)
+    return fig
+
+
+def fig7(art):
+    """Number of views I: cost vs. BPV (left) and vs. wall-clock time (right), v* per I dotted."""
+    _, data = _summarize(art, summaries.fig7)
+    apply_style()
+    cv = data[data.kind == "curve"]
+    views = sorted(cv.I.unique())
+    shades = {m: dict(zip(views, _shades(m, len(views)))) for m in ("altmaxvar", "cutemaxvar")}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for (I, method), c in cv.groupby(["I", "method"]):
+        c = c.sort_values("step")
+        style = {"color": shades[method][I], "lw": _line_width(method), "ls": "-" if method == "altmaxvar" else "--",
+                 "label": f"{_method_label(method, c.q.iloc[0])}, I = {I}"}
+        axes[0].plot(c.bpv, c.objective, **style)
+        axes[1].plot(c.time, c.objective, **style)
+        if method == "altmaxvar":
+            for ax in axes:
+                ax.axhline(c.v_star.iloc[0], color="k", lw=0.8, ls=":")
+    for ax, xl in zip(axes, ("bits per variable (BPV)", "wall-clock time (s)")):
+        ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f")
+    axes[1].legend()
+    fig.suptitle(f"{art.label} (dotted: v* per I)")
+    art.save_figure(fig)
+    return fig
+
+
+def fig8(art):
+    """Large sparse views: cost vs. BPV (left) and vs. iteration (right) per q, with v* and the common level."""
+    _, data = _summarize(art, summaries.fig8)
+    apply_style()
+    cv, fin = data[data.kind == "curve"], data[data.kind == "final"]
+    v_star = float(fin.v_star.iloc[0])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    _q_panels(axes, cv)
+    top = 1.3 * float(cv[cv.q == 32].objective.max())  # q = 2 diverges off the top
+    for ax, xl in zip(axes, ("bits per variable (BPV)", "iteration + 1")):
+        ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
+        ax.axhline(fin.level.iloc[0], color="grey", lw=0.8, ls="--", label="common level")
+        ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f", ylim=(0.97 * v_star, top))
+    axes[1].legend()
+    fig.suptitle(f"{art.label} (density ≈ {fin.density.iloc[0]:.4f})")
+    art.save_figure(fig)
+    return fig
+
+
+# ---- Fig. 9 (Europarl) --------------------------------------------------------------------------------------------
+
+def fig9(art):
+    """Training cost vs. BPV with v*, 1.5 v*, 2 v* (left) and test AC vs. BPV (right)."""
+    ac_level = float(art.params.get("ac_level", 0.5))
+    _, data = _summarize(art, data_summaries.fig9, ac_level=ac_level)
+    apply_style()
+    cv = data[data.kind == "curve"]
+    ref = data[data.kind == "reference"].iloc[0]
+    lv = data[data.kind == "level"]
+    acl = data[data.kind == "ac_level"].iloc[0]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for method, c in cv[cv.method.isin(["altmaxvar", "cutemaxvar"])].groupby("method"):
+        c = c.sort_values("step")
+        style = {"color": color(method), "label": _method_label(method, c.q.iloc[0])}
+        axes[0].plot(c.bpv, c.objective, lw=_line_width(method), **style)
+        a = c.dropna(subset=["ac"])
+        axes[1].plot(a.bpv, 100 * a.ac, marker=".", **style)
+    for mult, ls in ((1, "-"), (1.5, "--"), (2, ":")):
+        axes[0].axhline(mult * ref.v_star, color="k", lw=0.8, ls=ls, label=f"{mult:g} v*")
+    axes[1].axhline(100 * ac_level, color="grey", lw=0.8, ls="--", label=f"AC = {100 * ac_level:g}%")
+    axes[0].set(xscale="log", yscale="log", xlabel="bits per variable (BPV)", ylabel="training cost f")
+    axes[1].set(xscale="log", xlabel="bits per variable (BPV)", ylabel="test AC (%)")
+    axes[0].legend()
+    axes[1].legend()
+    l15 = lv[lv.level == 1.5].iloc[0]
+    fig.suptitle(f"{art.label}: I = {ref.I:.0f}, J = {ref.J_train:.0f} / {ref.J_test:.0f}; "
+                 f"CR(1.5 v*) = {_fmt_cr(l15.cr)}, CR(AC {100 * ac_level:g}%, {acl.direction}) = {_fmt_cr(acl.cr)}")
+    art.save_figure(fig)
+    return fig
+
+
+# ---- Figs. 10-11 (deep toy) ---------------------------------------------------------------------------------------
+
+def fig10(art):
+    """Raw test views and the views transformed by each method (columns), G at the bottom, clustering accuracy."""
+    _, data = _summarize(art, data_summaries.fig10)
+    apply_style()
+    pts = data[data.kind == "points"]
+    acc = data[data.kind == "cluster"].set_index(["method", "view"])["cluster_acc"]
+    cols = [("raw", "raw view"), ("altmaxvar", f"{label('altmaxvar')}-Deep"),
+            ("cutemaxvar", f"{label('cutemaxvar')}-Deep")]
+    fig, axes = plt.subplots(4, 3, figsize=(10, 12))
+    for j, (method, title) in enumerate(cols):
+        for i, view in enumerate(["1", "2", "3", "G"]):
+            ax = axes[i, j]
+            p = pts[(pts.method == method) & (pts.view.astype(str) == view)]
+            if p.empty:
+                ax.axis("off")
+                continue
+            ax.scatter(p.x, p.y, c=p.label, cmap="coolwarm", s=3)
+            ax.set_title(f"{title}: {'G' if view == 'G' else f'view {view}'}")
+            ax.set_xlabel(f"spectral clustering acc. {100 * acc[(method, view)]:.1f}%")
+    fig.suptitle(art.label)
+    art.save_figure(fig)
+    return fig
+
+
+def _accuracy_figure(art, summarize, level: float):
+    """Test accuracy (trial mean +- 1 std) vs. BPV (left) and vs. iteration (right), the target as a line."""
+    _, data = _summarize(art, summarize, level=level)
+    apply_style()
+    cv = data[data.kind == "curve"]
+    crrow = data[data.kind == "cr"].iloc[0]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for method, c in cv.groupby("method"):
+        c = c.sort_values("step")
+        col = color(method)
+        for ax, x in zip(axes, (c.bpv, c.step)):
+            ax.plot(x, 100 * c.accuracy, color=col, label=_method_label(method, c.q.iloc[0], deep=True))
+            ax.fill_between(x, 100 * (c.accuracy - c.accuracy_std), 100 * (c.accuracy + c.accuracy_std),
+                            color=col, alpha=0.2)
+    for ax, xl in zip(axes, ("bits per variable (BPV)", "iteration r")):
+        ax.axhline(100 * level, color="grey", lw=0.8, ls="--", label=f"{100 * level:g}%")
+        ax.set(xlabel=xl, ylabel="test accuracy (%)")
+    axes[1].legend()
+    fig.suptitle(f"{art.label} ({int(cv.trials.min())} trial(s)): CR at {100 * level:g}% = {_fmt_cr(crrow.cr)}")
+    return fig, axes
+
+
+def fig11(art):
+    fig, axes = _accuracy_figure(art, data_summaries.fig11, float(art.params.get("accuracy_level", 0.95)))
+    axes[0].set_xlim(0, 1000)
+    art.save_figure(fig)
+    return fig
+
+
+# ---- Figs. 12-13 (EHR) --------------------------------------------------------------------------------------------
+
+def fig12(art):
+    """t-SNE of the test diagnoses: raw X_1, AltMaxVar-Deep G, CuteMaxVar-Deep G, with RBF-SVM accuracy."""
+    _, data = _summarize(art, data_summaries.fig12)
+    apply_style()
+    pts = data[data.kind == "points"]
+    acc = data[data.kind == "svm"].set_index("method")["svm_acc"]
+    info = data[data.kind == "info"].iloc[0]
+    q = int(art.runs.loc[art.runs.method == "cutemaxvar", "q"].iloc[0])
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
+    panels = [("raw", "raw view X_1"), ("altmaxvar", f"{label('altmaxvar')}-Deep"),
+              ("cutemaxvar", f"{label('cutemaxvar')}-Deep (q = {q})")]
+    for ax, (method, title) in zip(axes, panels):
+        p = pts[pts.method == method]
+        ax.scatter(p.x, p.y, c=p.label, cmap="tab10", vmin=0, vmax=9, s=8)
+        ax.set_title(f"{title}\nRBF-SVM accuracy {100 * acc[method]:.1f}%")
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle(f"{art.label}: J = {info.J:.0f} ({info.J_train:.0f} train / {info.J_test:.0f} test), "
+                 f"{info.medicines:.0f} medicines, {info.groups:.0f} groups")
+    art.save_figure(fig)
+    return fig
+
+
+def fig13(art):
+    fig, _ = _accuracy_figure(art, data_summaries.fig13, float(art.params.get("accuracy_level", 0.80)))
+    art.save_figure(fig)
+    return fig

@@ -1,0 +1,254 @@
+"""Each gcca artifact function, without a kernel: tiny runs in, the CSV and PNG (or Markdown) out, the legend it promises.
+
+Figs. 3-8 / Table I draw from real runs of the linear experiments at the registry's smoke sizes (about a second
+each); Figs. 9-13 from small hand-made run frames in the run CSV format of `europarl`, `deep_toy` and `ehr`.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPO
+
+from fedrepro.gcca import artifacts
+from fedrepro.notebook import open_artifact
+from fedrepro.registry import Registry
+
+SCALE = "smoke"
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return Registry.load(REPO)
+
+
+def _write_runs(tmp_path, experiment: str, frames: dict[str, pd.DataFrame]) -> list[str]:
+    files = []
+    for configuration, frame in frames.items():
+        path = tmp_path / "runs" / experiment / f"{configuration}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        frame.assign(configuration=configuration).to_csv(path, index=False)
+        files.append(str(path))
+    return files
+
+
+def _open(tmp_path, name: str, run_files: list[str], kind: str = "figure"):
+    suffixes = ("csv", "md") if kind == "table" else ("csv", "pdf", "png")
+    outputs = {s: str(tmp_path / "out" / f"{name}.{s}") for s in suffixes}
+    return open_artifact("gcca", name, root=REPO, scale=SCALE, configuration="calibrated", run_files=run_files,
+                         outputs=outputs)
+
+
+def _legend(fig) -> set[str]:
+    return {t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()}
+
+
+def _check_figure(art, fig) -> None:
+    for key in ("csv", "pdf", "png"):
+        assert (REPO / art.outputs[key]).stat().st_size > 0, key
+    assert not pd.read_csv(art.outputs["csv"]).empty
+    plt.close(fig)
+
+
+# ---- Figs. 3-8, Table I: real runs of the linear experiments at smoke sizes --------------------------------------
+
+_LINEAR_RUNS: dict = {}
+
+
+def _linear_runs(tmp_path_factory, registry, experiment: str) -> list[str]:
+    """Run `experiment` once per module at the registry's smoke sizes (every smoke configuration)."""
+    if experiment not in _LINEAR_RUNS:
+        from fedrepro.gcca.experiments import run_experiment
+
+        frames = {c: run_experiment(experiment, registry.params("gcca", experiment, c, SCALE) | {"seed": 0})
+                  for c in registry.configurations("gcca", experiment, SCALE)}
+        _LINEAR_RUNS[experiment] = _write_runs(tmp_path_factory.mktemp(experiment), experiment, frames)
+    return _LINEAR_RUNS[experiment]
+
+
+def test_fig3(tmp_path, tmp_path_factory, registry):
+    art = _open(tmp_path, "fig3", _linear_runs(tmp_path_factory, registry, "fig3"))
+    fig = artifacts.fig3(art)
+    assert _legend(fig) == {f"AltMaxVar (32 bits), {s} start" for s in ("warm", "randn")} | \
+        {f"CuteMaxVar (3 bits), {s} start" for s in ("warm", "randn")} | {"Optimal (v*)", "MVLSA"}
+    _check_figure(art, fig)
+
+
+def test_fig4_and_fig5(tmp_path, tmp_path_factory, registry):
+    runs = _linear_runs(tmp_path_factory, registry, "fig4")
+    art = _open(tmp_path, "fig4", runs)
+    fig = artifacts.fig4(art)
+    assert _legend(fig) == {"AltMaxVar (32 bits)", "Optimal (v*)"} | {f"CuteMaxVar (q = {q})" for q in (2, 3, 4, 5)}
+    _check_figure(art, fig)
+
+    art = _open(tmp_path, "fig5", runs)
+    fig = artifacts.fig5(art)
+    assert _legend(fig) == {"AltMaxVar (32 bits)", "CuteMaxVar (q = 3)", "Optimal (v*)"}
+    levels = pd.read_csv(art.outputs["csv"]).query("kind == 'level'").level.tolist()
+    assert levels == art.params["levels"]  # the levels come from the registry
+    _check_figure(art, fig)
+
+
+def test_table1_paper_value_beside_ours(tmp_path, tmp_path_factory, registry):
+    art = _open(tmp_path, "table1", _linear_runs(tmp_path_factory, registry, "fig4"), kind="table")
+    md = artifacts.table1(art)
+    text = (REPO / art.outputs["md"]).read_text()
+    assert md.data.rstrip("\n") == text.rstrip("\n")
+    table = pd.read_csv(art.outputs["csv"])
+    assert set(table.row) == {"cr", "motivating", "fact2"}
+    assert sorted(table.query("row == 'cr'").q.astype(int)) == [2, 3, 4, 5]
+    # the paper's Table I, read from the claims, sits in the rows of q = 3, 4, 5; q = 2 is '–' in the paper
+    for q, paper in ((2, "–"), (3, "0.9062"), (4, "0.8681"), (5, "0.8438")):
+        assert any(line.startswith(f"| {q} | {paper} |") for line in text.splitlines()), (q, paper)
+    fact2 = table.query("row == 'fact2'").iloc[0]
+    assert fact2.mse_over_bound <= 1 and fact2.bias_over_m < 0.05  # Fact 2 for the project's own quantizer
+
+
+def test_fig6(tmp_path, tmp_path_factory, registry):
+    art = _open(tmp_path, "fig6", _linear_runs(tmp_path_factory, registry, "fig6"))
+    fig = artifacts.fig6(art)
+    # smoke J = 60: batches 100, 200, 350 are clipped to the full J (as the runs record them)
+    legend = _legend(fig)
+    assert {"AltMaxVar (full gradient)", "CuteMaxVar, batch 10", "CuteMaxVar, batch 50",
+            "CuteMaxVar, full gradient", "Optimal (v*)"} <= legend
+    _check_figure(art, fig)
+
+
+def test_fig7(tmp_path, tmp_path_factory, registry):
+    art = _open(tmp_path, "fig7", _linear_runs(tmp_path_factory, registry, "fig7"))
+    fig = artifacts.fig7(art)
+    views = registry.params("gcca", "fig7", "calibrated", SCALE)["I_values"]
+    assert _legend(fig) == {f"{m}, I = {i}" for m in ("AltMaxVar (32 bits)", "CuteMaxVar (q = 3)") for i in views}
+    _check_figure(art, fig)
+
+
+def test_fig8(tmp_path, tmp_path_factory, registry):
+    art = _open(tmp_path, "fig8", _linear_runs(tmp_path_factory, registry, "fig8"))
+    fig = artifacts.fig8(art)
+    assert {"AltMaxVar (32 bits)", "CuteMaxVar (q = 3)", "Optimal (v*)", "common level"} <= _legend(fig)
+    _check_figure(art, fig)
+
+
+# ---- Figs. 9-13: hand-made run frames in the runners' format ------------------------------------------------------
+
+def _curve(method: str, q: int, metric: str, values, steps=None, seed: int = 0) -> pd.DataFrame:
+    steps = np.arange(len(values)) if steps is None else steps
+    return pd.DataFrame({"kind": "curve", "method": method, "q": q, "seed": seed, "step": steps, "metric": metric,
+                         "value": values})
+
+
+def _bpv(q: int, R: int) -> np.ndarray:
+    return 32.0 + q * np.arange(R + 1)
+
+
+def test_fig9(tmp_path):
+    R, v_star = 20, 1.0
+    frames = []
+    for method, q, rate in (("altmaxvar", 32, 0.7), ("cutemaxvar", 3, 0.72), ("vstar-run", 32, 0.7)):
+        objective = v_star + 5 * rate ** np.arange(R + 1)
+        frames += [_curve(method, q, "objective", objective), _curve(method, q, "bpv", _bpv(q, R))]
+        if method != "vstar-run":
+            steps = np.arange(0, R + 1, 5)
+            frames.append(_curve(method, q, "ac", 0.2 + 0.6 * steps / R, steps))
+    ref = {"v_star": v_star, "mvlsa": 3.0, "I": 10, "J_train": 552, "J_test": 138}
+    frames.append(pd.DataFrame({"kind": "reference", "method": "reference", "q": 0, "seed": 0, "step": 0,
+                                "metric": list(ref), "value": list(ref.values())}))
+    art = _open(tmp_path, "fig9", _write_runs(tmp_path, "europarl", {"as-stated": pd.concat(frames)}))
+    fig = artifacts.fig9(art)
+    assert _legend(fig) == {"AltMaxVar (32 bits)", "CuteMaxVar (q = 3)", "1 v*", "1.5 v*", "2 v*", "AC = 50%"}
+    table = pd.read_csv(art.outputs["csv"])
+    assert table.query("kind == 'ac_level'").level.iloc[0] == art.params["ac_level"]
+    _check_figure(art, fig)
+
+
+def _accuracy_runs(q: int, R: int, trials: int, rng) -> list[pd.DataFrame]:
+    frames = []
+    for seed in range(trials):
+        for method, mq in (("altmaxvar", 32), ("cutemaxvar", q)):
+            acc = np.clip(0.5 + 0.5 * (1 - 0.7 ** np.arange(R + 1)) + 0.01 * rng.standard_normal(R + 1), 0, 1)
+            frames += [_curve(method, mq, "accuracy", acc, seed=seed), _curve(method, mq, "bpv", _bpv(mq, R), seed=seed),
+                       _curve(method, mq, "objective", 10 * 0.8 ** np.arange(R + 1), seed=seed)]
+    return frames
+
+
+def _points(method: str, view: str, n: int, rng, q: int) -> pd.DataFrame:
+    labels = np.arange(n) % 2
+    return pd.DataFrame({"kind": "points", "method": method, "q": q, "seed": 0, "view": view,
+                         "x": rng.standard_normal(n) + 3 * labels, "y": rng.standard_normal(n), "label": labels})
+
+
+def _final(method: str, view: str, metric: str, value: float, q: int) -> pd.DataFrame:
+    return pd.DataFrame({"kind": "final", "method": method, "q": q, "seed": 0, "view": [view], "metric": metric,
+                         "value": [value]})
+
+
+@pytest.fixture
+def deep_toy_runs(tmp_path):
+    rng = np.random.default_rng(0)
+    frames = _accuracy_runs(3, 12, 2, rng)
+    for method, q in (("raw", 0), ("altmaxvar", 32), ("cutemaxvar", 3)):
+        for view in ("1", "2", "3") + (("G",) if method != "raw" else ()):
+            frames += [_points(method, view, 40, rng, q), _final(method, view, "cluster_acc", 0.6 + 0.1 * (view == "G"), q)]
+    return _write_runs(tmp_path, "deep_toy", {"as-stated": pd.concat(frames)})
+
+
+def test_fig10(tmp_path, deep_toy_runs):
+    art = _open(tmp_path, "fig10", deep_toy_runs)
+    fig = artifacts.fig10(art)
+    titles = {ax.get_title() for ax in fig.axes}
+    assert {"raw view: view 1", "AltMaxVar-Deep: G", "CuteMaxVar-Deep: G"} <= titles
+    assert pd.read_csv(art.outputs["csv"]).query("kind == 'cluster_G'").alt.iloc[0] == pytest.approx(0.7)
+    _check_figure(art, fig)
+
+
+def test_fig11(tmp_path, deep_toy_runs):
+    art = _open(tmp_path, "fig11", deep_toy_runs)
+    fig = artifacts.fig11(art)
+    assert _legend(fig) == {"AltMaxVar-Deep (32 bits)", "CuteMaxVar-Deep (q = 3)", "95%"}
+    assert pd.read_csv(art.outputs["csv"]).query("kind == 'cr'").level.iloc[0] == art.params["accuracy_level"]
+    _check_figure(art, fig)
+
+
+@pytest.fixture
+def ehr_runs(tmp_path):
+    rng = np.random.default_rng(1)
+    info = {"diagnoses_kept": 727, "medicines": 511, "groups": 6, "J_train": 527, "J_test": 200, "views": 3}
+    frames = [pd.DataFrame({"kind": "info", "method": "data", "q": 0, "seed": 0, "metric": list(info),
+                            "value": list(info.values())})]
+    frames += _accuracy_runs(4, 10, 1, rng)
+    for method, q, view in (("raw", 0, "1"), ("altmaxvar", 32, "G"), ("cutemaxvar", 4, "G")):
+        frames += [_points(method, view, 30, rng, q), _final(method, view, "svm_acc", 0.8, q)]
+    return _write_runs(tmp_path, "ehr", {"as-stated": pd.concat(frames)})
+
+
+def test_fig12(tmp_path, ehr_runs):
+    art = _open(tmp_path, "fig12", ehr_runs)
+    fig = artifacts.fig12(art)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[2].startswith("CuteMaxVar-Deep (q = 4)")  # q from the runs, not typed
+    _check_figure(art, fig)
+
+
+def test_fig13(tmp_path, ehr_runs):
+    art = _open(tmp_path, "fig13", ehr_runs)
+    fig = artifacts.fig13(art)
+    assert _legend(fig) == {"AltMaxVar-Deep (32 bits)", "CuteMaxVar-Deep (q = 4)", "80%"}
+    _check_figure(art, fig)
+
+
+def test_summary_gives_the_run_sizes(tmp_path, tmp_path_factory, registry):
+    art = _open(tmp_path, "fig8", _linear_runs(tmp_path_factory, registry, "fig8"))
+    plt.close(artifacts.fig8(art))
+    text = artifacts.summary(art).data
+    p = registry.params("gcca", "fig8", "calibrated", SCALE)
+    assert f"J = {p['J']}; N = {p['N']}; D = {p['D']}" in text
+    assert "Numbers the claims read" in text
+
+
+def test_every_gcca_artifact_has_a_percent_notebook(registry):
+    for _, name, _ in registry.artifacts("gcca"):
+        source = (REPO / registry.notebook("gcca", name)).read_text()
+        assert '# %% tags=["parameters"]' in source
+        assert f'open_artifact("gcca", "{name}"' in source and f"{name}(art)" in source
