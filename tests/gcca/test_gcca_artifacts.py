@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import REPO
+from matplotlib.container import BarContainer, ErrorbarContainer
+from matplotlib.patches import Rectangle
 
 from fedrepro.gcca import artifacts
 from fedrepro.notebook import open_artifact
@@ -45,10 +47,56 @@ def _legend(fig) -> set[str]:
     return {t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()}
 
 
+def _artists(handle) -> list:
+    """The drawn artists behind a legend handle (a line, an errorbar's data line, a bar container's bars)."""
+    if isinstance(handle, ErrorbarContainer):
+        return [handle.lines[0]]
+    if isinstance(handle, BarContainer):
+        return list(handle.patches)
+    return [handle]
+
+
+def _has_data_in_view(ax, artist) -> bool:
+    """Some vertex of the artist lies inside the axes (display coordinates, so axhline and log axes work alike)."""
+    if isinstance(artist, Rectangle):
+        box = artist.get_window_extent()
+        return box.height > 0 and box.overlaps(ax.bbox)
+    xy = artist.get_transform().transform(artist.get_path().vertices)
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    box = ax.bbox
+    return bool(((xy[:, 0] >= box.x0 - 0.5) & (xy[:, 0] <= box.x1 + 0.5)
+                 & (xy[:, 1] >= box.y0 - 0.5) & (xy[:, 1] <= box.y1 + 0.5)).any())
+
+
+def legend_entries_without_data(fig) -> list[str]:
+    """Legend labels whose artists draw nothing inside their axes' plotted range (issue 15: none allowed)."""
+    fig.canvas.draw()
+    missing = []
+    for ax in fig.axes:
+        if ax.get_legend() is None:
+            continue
+        for handle, text in zip(*ax.get_legend_handles_labels()):
+            if not any(_has_data_in_view(ax, a) for a in _artists(handle)):
+                missing.append(text)
+    return missing
+
+
 def _check_figure(art, fig) -> None:
     for key in ("csv", "pdf", "png"):
         assert (REPO / art.outputs[key]).stat().st_size > 0, key
     assert not pd.read_csv(art.outputs["csv"]).empty
+    assert legend_entries_without_data(fig) == []
+    plt.close(fig)
+
+
+def test_legend_check_sees_a_curve_off_the_axes():
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [1, 2], label="in view")
+    ax.plot([1, 2], [50, 60], label="off the top")
+    ax.axhline(1.5, label="level")
+    ax.set_ylim(0, 3)
+    ax.legend()
+    assert legend_entries_without_data(fig) == ["off the top"]
     plt.close(fig)
 
 
