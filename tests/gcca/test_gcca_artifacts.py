@@ -255,6 +255,9 @@ def test_fig11(tmp_path, deep_toy_runs):
     art = _open(tmp_path, "fig11", deep_toy_runs)
     fig = artifacts.fig11(art)
     assert _legend(fig) == {"AltMaxVar-Deep (32 bits)", "CuteMaxVar-Deep (q = 3)", "95%"}
+    assert "mean ± 1 std over 2 trials" in fig._suptitle.get_text()
+    assert all(len(ax.collections) == 2 for ax in fig.axes)  # a band per method: 2 trials give a spread
+    assert fig.axes[0].get_xlim()[1] == art.params["bpv_axis_max"]
     assert pd.read_csv(art.outputs["csv"]).query("kind == 'cr'").level.iloc[0] == art.params["accuracy_level"]
     _check_figure(art, fig)
 
@@ -283,6 +286,8 @@ def test_fig13(tmp_path, ehr_runs):
     art = _open(tmp_path, "fig13", ehr_runs)
     fig = artifacts.fig13(art)
     assert _legend(fig) == {"AltMaxVar-Deep (32 bits)", "CuteMaxVar-Deep (q = 4)", "80%"}
+    assert "1 trial" in fig._suptitle.get_text()
+    assert all(not ax.collections for ax in fig.axes)  # one trial: no band (a zero-width band would hide that)
     _check_figure(art, fig)
 
 

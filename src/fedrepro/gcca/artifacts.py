@@ -357,30 +357,35 @@ def fig10(art):
 
 
 def _accuracy_figure(art, summarize, level: float):
-    """Test accuracy (trial mean +- 1 std) vs. BPV (left) and vs. iteration (right), the target as a line."""
+    """Test accuracy vs. BPV (left) and vs. iteration (right), the target as a line: the trial mean with a
+    +-1 std band when there are several trials, and "1 trial" in the title when there is one (no band to draw)."""
     _, data = _summarize(art, summarize, level=level)
     apply_style()
     cv = data[data.kind == "curve"]
     crrow = data[data.kind == "cr"].iloc[0]
+    trials = int(cv.trials.min())
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for method, c in cv.groupby("method"):
         c = c.sort_values("step")
         col = color(method)
         for ax, x in zip(axes, (c.bpv, c.step)):
             ax.plot(x, 100 * c.accuracy, color=col, label=_method_label(method, c.q.iloc[0], deep=True))
-            ax.fill_between(x, 100 * (c.accuracy - c.accuracy_std), 100 * (c.accuracy + c.accuracy_std),
-                            color=col, alpha=0.2)
+            if trials > 1:
+                ax.fill_between(x, 100 * (c.accuracy - c.accuracy_std), 100 * (c.accuracy + c.accuracy_std),
+                                color=col, alpha=0.2, lw=0)
     for ax, xl in zip(axes, ("bits per variable (BPV)", "iteration r")):
         ax.axhline(100 * level, color="grey", lw=0.8, ls="--", label=f"{100 * level:g}%")
         ax.set(xlabel=xl, ylabel="test accuracy (%)")
     axes[1].legend()
-    fig.suptitle(f"{art.label} ({int(cv.trials.min())} trial(s)): CR at {100 * level:g}% = {_fmt_cr(crrow.cr)}")
+    spread = f"mean ± 1 std over {trials} trials" if trials > 1 else "1 trial, no spread to show"
+    fig.suptitle(f"{art.label} ({spread}): CR at {100 * level:g}% = {_fmt_cr(crrow.cr)}")
     return fig, axes
 
 
 def fig11(art):
     fig, axes = _accuracy_figure(art, data_summaries.fig11, float(art.params.get("accuracy_level", 0.95)))
-    axes[0].set_xlim(0, 1000)
+    if "bpv_axis_max" in art.params:
+        axes[0].set_xlim(0, float(art.params["bpv_axis_max"]))
     art.save_figure(fig)
     return fig
 
