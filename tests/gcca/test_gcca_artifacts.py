@@ -305,3 +305,36 @@ def test_every_gcca_artifact_has_a_percent_notebook(registry):
         source = (REPO / registry.notebook("gcca", name)).read_text()
         assert '# %% tags=["parameters"]' in source
         assert f'open_artifact("gcca", "{name}"' in source and f"{name}(art)" in source
+
+
+# ---- Fig. 2: the compression operation, from a run of the project's own quantizer ---------------------------------
+
+def test_fig2_draws_the_quantizer_it_describes(tmp_path, registry):
+    from fedrepro.gcca.compression_illustration import run
+    from fedrepro.notebook import Artifact
+
+    p = {"seed": 0, "J": 6, "K": 4, "q": 3, "draws": 4000}
+    runs = _write_runs(tmp_path, "compression", {"as-stated": run("compression", p)})
+    # built by hand: the registry lists fig2 once its experiment `compression` exists
+    entry = {"label": "Fig. 2", "kind": "figure", "caption": "", "experiments": ["compression"], "scales": [SCALE]}
+    outputs = {s: str(tmp_path / "out" / f"fig2.{s}") for s in ("csv", "pdf", "png")}
+    art = Artifact(root=REPO, paper="gcca", name="fig2", scale=SCALE, configuration="as-stated", run_files=runs,
+                   outputs=outputs, entry=entry, registry=registry)
+    fig = artifacts.fig2(art)
+    assert _legend(fig) == {"|Δ(j,k)| / ‖Δ‖_max", "rounded up to (p+1)/S", "rounded down to p/S",
+                            "eq. (18): P(up) = tS − p", "CuteMaxVar quantizer, 4000 draws (± 2σ)",
+                            "C̃(Δ)(j,k) / ‖Δ‖_max, all draws", "Δ(j,k) / ‖Δ‖_max"}
+    data = pd.read_csv(art.outputs["csv"])
+    msg, entries = data.query("kind == 'message'").iloc[0], data.query("kind == 'entry'")
+    S = 2 ** (p["q"] - 1) - 1
+    assert msg.S == S and msg.bits == p["q"] * p["J"] * p["K"] + 32  # (q-1) level + 1 sign bit per entry, one max
+    # eq. (18), checked against the definition: t in [p/S, (p+1)/S], rounded to one of its ends, up w.p. tS - p
+    assert ((entries.p / S <= entries.t + 1e-12) & (entries.t <= (entries.p + 1) / S + 1e-12)).all()
+    assert np.isclose(entries.level * S, np.rint(entries.level * S)).all()
+    assert (np.rint(entries.level * S) - entries.p).isin([0, 1]).all()
+    sd = np.sqrt(entries.frac * (1 - entries.frac) / p["draws"]).clip(lower=1e-3)
+    assert ((entries.up_rate - entries.frac).abs() <= 5 * sd).all()
+    hist = data.query("kind == 'histogram'")
+    assert hist["count"].sum() == p["draws"] * p["J"] * p["K"]
+    assert np.isclose(hist.level * S, np.rint(hist.level * S)).all()
+    _check_figure(art, fig)

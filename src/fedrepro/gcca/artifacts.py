@@ -1,4 +1,4 @@
-"""Every gcca artifact (Figs. 3-13, Table I) drawn from the run CSVs: one function per artifact.
+"""Every gcca artifact (Figs. 2-13, Table I) drawn from the run CSVs: one function per artifact.
 
 Each function takes the notebook's `fedrepro.notebook.Artifact`, writes `art.outputs` (the data CSV, then the
 figure or the Markdown table) and returns the matplotlib Figure or an `IPython.display.Markdown`.  The numbers
@@ -92,6 +92,62 @@ def summary(art):
         data = data[~data["kind"].isin(_PLOTTED_KINDS) & (data.configuration == art.shown)]
         lines += ["Numbers the claims read:", "", markdown_table(data.dropna(axis=1, how="all"), floatfmt=".4g"), ""]
     return Markdown("\n".join(lines))
+
+
+# ---- Fig. 2 ------------------------------------------------------------------------------------------------------
+
+def fig2(art):
+    """The compression operation (eqs. 18-19) of the project's own quantizer on one random Δ, from the run's rows."""
+    runs = art.runs
+    art.write_data(runs)
+    data = runs[runs.configuration == art.shown]
+    msg = data[data.kind == "message"].iloc[0]
+    entries = data[data.kind == "entry"].sort_values("t").reset_index(drop=True)
+    hist = data[data.kind == "histogram"]
+    S, draws = int(msg.S), int(msg.draws)
+    grid = np.arange(S + 1) / S
+    def fraction(p: int) -> str:  # p/S as the paper writes the grid
+        return "0" if p == 0 else ("−" if p < 0 else "") + ("1" if abs(p) == S else f"{abs(p)}/{S}")
+
+    apply_style()
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), width_ratios=(1.2, 1, 1))
+
+    ax = axes[0]  # (a) the number line: each normalized value and where one draw put it
+    for x in grid:
+        ax.axvline(x, color="grey", lw=0.8, ls=":")
+    y = np.arange(len(entries))
+    up = (np.rint(entries.level * S) > entries.p).to_numpy()  # rounded to (p+1)/S, the upper end of its interval
+    for i, row in entries.iterrows():
+        ax.annotate("", xy=(row.level, i), xytext=(row.t, i),
+                    arrowprops={"arrowstyle": "->", "color": "C2" if up[i] else "C3", "lw": 0.9})
+    ax.plot(entries.t, y, "o", color="k", ms=4, label="|Δ(j,k)| / ‖Δ‖_max")
+    ax.plot(entries.level[up], y[up], ">", color="C2", ms=5, label="rounded up to (p+1)/S")
+    ax.plot(entries.level[~up], y[~up], "<", color="C3", ms=5, label="rounded down to p/S")
+    ax.set(xticks=grid, xticklabels=[fraction(p) for p in range(S + 1)], yticks=[], xlim=(-0.05, 1.05),
+           xlabel="normalized value", ylabel=f"the {len(entries)} entries of Δ, sorted",
+           title=f"(a) one draw: S = {S} intervals")
+    ax.legend(loc="lower right")
+
+    ax = axes[1]  # (b) eq. (18): the probability of rounding up is the position within the interval
+    sd = np.sqrt(entries.frac * (1 - entries.frac) / draws)
+    ax.plot([0, 1], [0, 1], color="k", lw=1, label="eq. (18): P(up) = tS − p")
+    ax.errorbar(entries.frac, entries.up_rate, yerr=2 * sd, fmt="o", ms=4, color=color("cutemaxvar"),
+                label=f"{label('cutemaxvar')} quantizer, {draws} draws (± 2σ)")
+    ax.set(xlabel="position in the interval, tS − p", ylabel="share of draws rounded up",
+           title="(b) stochastic rounding", xlim=(-0.02, 1.02), ylim=(-0.02, 1.02))
+    ax.legend(loc="upper left")
+
+    ax = axes[2]  # (c) the decoded values sit on the grid ±p/S (times ‖Δ‖_max)
+    ax.bar(hist.level, hist["count"] / hist["count"].sum(), width=0.6 / S, color=color("cutemaxvar"),
+           label="C̃(Δ)(j,k) / ‖Δ‖_max, all draws")
+    ax.plot(entries.delta / msg.m, np.zeros(len(entries)), "|", color="k", ms=12, label="Δ(j,k) / ‖Δ‖_max")
+    ax.set(xticks=np.arange(-S, S + 1) / S, xticklabels=[fraction(p) for p in range(-S, S + 1)], xlim=(-1.1, 1.1),
+           xlabel="signed normalized value", ylabel="share of decoded entries", title="(c) decoded values")
+    ax.legend(loc="upper left")
+    fig.suptitle(f"{art.label}: the compression operation C̃ (q = {int(msg.q)} bits, {int(msg.bits)} bits per "
+                 f"message) on one random {int(msg.J)} × {int(msg.K)} Δ")
+    art.save_figure(fig)
+    return fig
 
 
 # ---- Fig. 3 ------------------------------------------------------------------------------------------------------
