@@ -139,19 +139,46 @@ def test_fig4_and_fig5(tmp_path, tmp_path_factory, registry):
     _check_figure(art, fig)
 
 
+def _markdown_rows(text: str) -> dict[str, list[str]]:
+    """The first pipe table of a Markdown text: row title -> cells."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines() if line.startswith("|")]
+    return {r[0]: r[1:] for r in rows if not (r[0] and set(r[0]) <= {"-"})}
+
+
 def test_table1_paper_value_beside_ours(tmp_path, tmp_path_factory, registry):
     art = _open(tmp_path, "table1", _linear_runs(tmp_path_factory, registry, "fig4"), kind="table")
     md = artifacts.table1(art)
     text = (REPO / art.outputs["md"]).read_text()
     assert md.data.rstrip("\n") == text.rstrip("\n")
+    assert "STAND-IN" not in text  # synthetic data is never a stand-in
     table = pd.read_csv(art.outputs["csv"])
     assert set(table.row) == {"cr", "motivating", "fact2"}
-    assert sorted(table.query("row == 'cr'").q.astype(int)) == [2, 3, 4, 5]
-    # the paper's Table I, read from the claims, sits in the rows of q = 3, 4, 5; q = 2 is '–' in the paper
-    for q, paper in ((2, "–"), (3, "0.9062"), (4, "0.8681"), (5, "0.8438")):
-        assert any(line.startswith(f"| {q} | {paper} |") for line in text.splitlines()), (q, paper)
+    cr = table.query("row == 'cr'").sort_values("q")
+    assert cr.q.astype(int).tolist() == [2, 3, 4, 5]
+    rows = _markdown_rows(text)
+    assert rows[""] == ["2 bits", "3 bits", "4 bits", "5 bits"]  # the paper's orientation: a column per q
+    # the paper's Table I (from the claims) beside ours in every CR cell; the paper prints '-' for q = 2
+    for cell, paper, ours in zip(rows["CR, ours (paper)"], ("–", "0.9062", "0.8681", "0.8438"), cr.cr):
+        assert cell == f"{'–' if np.isnan(ours) else format(ours, '.4f')} (paper {paper})"
+    n = registry.params("gcca", "fig4", "calibrated", SCALE)["trials"]
+    assert rows["trials reaching 1.5 v*, CuteMaxVar"] == [f"{int(r)}/{n}" for r in cr.reached_C]
     fact2 = table.query("row == 'fact2'").iloc[0]
     assert fact2.mse_over_bound <= 1 and fact2.bias_over_m < 0.05  # Fact 2 for the project's own quantizer
+
+
+def test_table1_marks_stand_in_data(tmp_path, tmp_path_factory, registry):
+    import json
+    import shutil
+
+    runs = []
+    for f in _linear_runs(tmp_path_factory, registry, "fig4"):
+        copy = tmp_path / "runs" / "fig4" / f.rsplit("/", 1)[-1]
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, copy)
+        (tmp_path / "runs" / "fig4" / (copy.name + ".prov.json")).write_text(json.dumps({"data": {"x": "stand-in"}}))
+        runs.append(str(copy))
+    art = _open(tmp_path, "table1", runs, kind="table")
+    assert "STAND-IN DATA" in artifacts.table1(art).data
 
 
 def test_fig6(tmp_path, tmp_path_factory, registry):

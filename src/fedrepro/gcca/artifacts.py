@@ -199,13 +199,17 @@ def fig4(art):
     return fig
 
 
-def _paper_cr(art) -> dict[int, str]:
-    """Table I's printed CR per q from the artifact's `cells` claims; a q the paper table leaves out prints '–'."""
+def _paper_cr(art) -> dict[int, float]:
+    """Table I's printed CR per q, from the artifact's `cells` claims (q -> CR); a q the paper prints as '-' is absent."""
     paper = {}
     for claim in art.claims():
         if claim["kind"] == "cells" and claim["keys"] == ["q"] and claim["columns"] == ["cr"]:
-            paper.update({int(q): f"{v:.4f}" for q, v in claim["paper_table"]})
+            paper.update({int(q): float(v) for q, v in claim["paper_table"]})
     return paper
+
+
+def _claim(art, claim_id: str) -> dict:
+    return next(c for c in art.claims() if c["id"] == claim_id)
 
 
 def _compressor_check(rng_key: tuple, q: int = 3, shape=(500, 5), draws: int = 2000) -> dict:
@@ -222,6 +226,26 @@ def _compressor_check(rng_key: tuple, q: int = 3, shape=(500, 5), draws: int = 2
             "mse_over_bound": float(((samples - delta) ** 2).sum(axis=(1, 2)).mean() / (delta.size * m**2 / (4 * S**2)))}
 
 
+def _table1_markdown(t: pd.DataFrame, paper: dict[int, float], level: float) -> str:
+    """One configuration in the paper's orientation (a column per q), the paper's value beside ours in every CR cell."""
+    t = t.sort_values("q")
+    n = int(t.trials.iloc[0])
+    def dash(v, fmt: str) -> str:
+        return "–" if np.isnan(v) else format(v, fmt)
+
+    head = [""] + [f"{q} bits" for q in t.q.astype(int)]
+    rows = [
+        ["CR, ours (paper)"] + [f"{dash(v, '.4f')} (paper {dash(paper.get(int(q), np.nan), '.4f')})"
+                                for q, v in zip(t.q, t.cr)],
+        [f"trials reaching {level:g} v*, CuteMaxVar"] + [f"{int(r)}/{n}" for r in t.reached_C],
+        [f"iterations to {level:g} v*, R_C / R_A"] + [f"{dash(c, '.0f')} / {dash(a, '.0f')}" for c, a in zip(t.R_C, t.R_A)],
+        ["final f / v*"] + [f"{v:.3g}" for v in t.final_ratio],
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 def table1(art):
     """CR to reach `level` x v* per q (Table I), the §3.8 motivating arithmetic and the compressor check."""
     from IPython.display import Markdown
@@ -235,20 +259,25 @@ def table1(art):
     art.write_data(table)
 
     paper = _paper_cr(art)
-    dash = lambda v, fmt: "–" if np.isnan(v) else format(v, fmt)
-    lines = [f"# {art.label}: CR to reach {level:g} v* — scale `{art.scale}`", ""]
+    lines = [f"# {art.label}: compression ratios of CuteMaxVar for the experiment of Fig. 4 (scale `{art.scale}`)", ""]
+    if art.stand_in:
+        lines += ["STAND-IN DATA: some runs behind this table used stand-in data.", ""]
+    lines += [(f"CR = 1 − q R_C / (32 R_A), R = the iterations the trial-mean curve needs to fall below {level:g} v*; "
+               "the paper's value in parentheses; '–': the mean curve never gets there (the next row counts the trials "
+               "that do)."), ""]
     for c in art.configurations:
         t = table[(table.configuration == c) & (table.row == "cr")]
-        rows = pd.DataFrame({"q (bits)": t.q.astype(int), "paper CR": t.q.astype(int).map(lambda q: paper.get(q, "–")),
-                             "ours CR": [dash(v, ".4f") for v in t.cr],
-                             "R_A": [dash(v, ".0f") for v in t.R_A], "R_C": [dash(v, ".0f") for v in t.R_C],
-                             "final f/v*": [f"{v:.3g}" for v in t.final_ratio]})
-        lines += [f"## Configuration `{c}` (v* = {t.v_star.iloc[0]:.3g})", "", markdown_table(rows), ""]
-    mot = extra.iloc[0]
+        p = art.run_params(art.experiments[0], c)
+        sizes = ", ".join(str(p[k]) for k in ("J", "N", "D", "K", "I"))
+        heading = (f"## Configuration `{c}`: (J, N, D, K, I) = ({sizes}), ν = {p['nu']:g}, mean curves of "
+                   f"{int(t.trials.iloc[0])} trials, v* = {t.v_star.iloc[0]:.3g}")
+        lines += [heading, "", _table1_markdown(t, paper, level), ""]
+    mot, c27, c28 = extra.iloc[0], _claim(art, "C27"), _claim(art, "C28")
     motivating = (f"Motivating example (§3.8): J = {mot.J:.0f}, K = {mot.K:.0f}, 32-bit floats: {mot.bits:.3g} bits = "
-                  f"{mot.gigabytes:.2f} GB per node per iteration (paper: 1.2 GB).")
-    check = (f"Compressor check (q = 3, 2000 draws on a 500 × 5 Δ): max |mean − Δ| / m = {fact2['bias_over_m']:.3g}; "
-             f"E‖C̃(Δ) − Δ‖² / (JK m²/4S²) = {fact2['mse_over_bound']:.3f} (Fact 2: ≤ 1).")
+                  f"{mot.gigabytes:.2f} GB per node per iteration (paper: {c27['paper_value']} GB).")
+    check = (f"Compressor check (q = {fact2['q']}, 2000 draws on a 500 × 5 Δ): max |mean − Δ| / m = "
+             f"{fact2['bias_over_m']:.3g}; E‖C̃(Δ) − Δ‖² / (JK m²/4S²) = {fact2['mse_over_bound']:.3f} "
+             f"(Fact 2: {c28['paper_value']}).")
     lines += [motivating, "", check, ""]
     text = "\n".join(lines)
     art.write_markdown(text)
