@@ -15,8 +15,8 @@
 # communication on large sparse views.
 #
 # We generate sparse views X_i = Z A_i + ν E_i, warm start from MVLSA, v* by Lanczos on the implicit operator;
-# the sizes of this scale (smaller than the paper's below paper scale) are printed below the figure and in its
-# title (claims C13, C13b).
+# the sizes of this scale (smaller than the paper's below paper scale) are in the figure's title and printed below it
+# (claims C13, C13b).
 
 # %% tags=["parameters"]
 root = None  # repository root; None: searched upwards from the working directory

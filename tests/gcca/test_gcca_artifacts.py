@@ -81,11 +81,41 @@ def legend_entries_without_data(fig) -> list[str]:
     return missing
 
 
+def _drawn_tick_labels(axis):
+    """The tick labels matplotlib draws: visible, non-empty, at a tick inside the axis' view interval."""
+    low, high = sorted(axis.get_view_interval())
+    slack = 1e-9 * (high - low)
+    for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+        loc = tick.get_loc()
+        if loc is not None and low - slack <= loc <= high + slack:
+            yield from (t for t in (tick.label1, tick.label2) if t.get_visible() and t.get_text())
+
+
+def overlapping_tick_labels(fig) -> list[tuple[str, str]]:
+    """Pairs of visible tick labels (of any axes of the figure) whose drawn boxes overlap (issue 15: none allowed)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+             for t in _drawn_tick_labels(axis)]
+    return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:]
+            if box_a.overlaps(box_b) and box_a.width > 0 and box_b.width > 0]
+
+
 def _check_figure(art, fig) -> None:
     for key in ("csv", "pdf", "png"):
         assert (REPO / art.outputs[key]).stat().st_size > 0, key
     assert not pd.read_csv(art.outputs["csv"]).empty
     assert legend_entries_without_data(fig) == []
+    assert overlapping_tick_labels(fig) == []
+    plt.close(fig)
+
+
+def test_tick_label_check_sees_a_collision():
+    fig, axes = plt.subplots(1, 2, figsize=(3, 2), layout=None)
+    fig.subplots_adjust(wspace=0)  # no room: the right panel's y labels run into the left panel's x labels
+    for ax in axes:
+        ax.set_xticks([0, 0.5, 1], ["0.000000", "0.500000", "1.000000"])
+    assert overlapping_tick_labels(fig)
     plt.close(fig)
 
 
@@ -203,6 +233,9 @@ def test_fig8(tmp_path, tmp_path_factory, registry):
     art = _open(tmp_path, "fig8", _linear_runs(tmp_path_factory, registry, "fig8"))
     fig = artifacts.fig8(art)
     assert {"AltMaxVar (32 bits)", "CuteMaxVar (q = 3)", "Optimal (v*)", "common level"} <= _legend(fig)
+    p = registry.params("gcca", "fig8", "calibrated", SCALE)  # the sizes the run used, not the paper's
+    assert f"(J, N, D, K, I) = ({p['J']}, {p['N']}, {p['D']}, {p['K']}, {p['I']}), {p['trials']} trial" in \
+        fig._suptitle.get_text()
     _check_figure(art, fig)
 
 

@@ -65,6 +65,36 @@ def _fmt_cr(value: float) -> str:
     return "–" if np.isnan(value) else f"{value:.4f}"
 
 
+def _sizes(art, keys=("J", "N", "D", "K", "I"), experiment: str | None = None) -> str:
+    """'(J, N, D, K, I) = (500, 25, 20, 5, 3), 5 trials' from the run's resolved parameters, never typed by hand."""
+    p = art.run_params(experiment, art.shown)
+    return f"({', '.join(keys)}) = ({', '.join(str(p[k]) for k in keys)}), {p['trials']} trial{'s' * (p['trials'] != 1)}"
+
+
+def _cost_panels():
+    """Cost vs. BPV (left) and vs. iteration or time (right): one shared y axis, so tick labels never collide."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    return fig, axes
+
+
+def _plain_log_ticks(*axes) -> None:
+    """Tick labels of log axes that never collide: over a decade or more only the powers of ten are labelled
+    (matplotlib also labels some minor ticks, '3 x 10^-4' beside '4 x 10^-4'); within less than a decade there may
+    be no power of ten, so the minor ticks carry plain numbers ('0.013'). Call after the limits are final."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:.3g}")
+    for ax in axes:
+        for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            if axis.get_scale() != "log" or low <= 0:
+                continue
+            if high / low >= 10:
+                axis.set_minor_formatter(NullFormatter())
+            else:
+                axis.set_major_formatter(plain)
+                axis.set_minor_formatter(plain)
+
+
 def run_parameters(art) -> str:
     """The resolved parameters of the runs behind the artifact (the sizes of this scale, never typed by hand)."""
     parts = []
@@ -165,8 +195,10 @@ def fig3(art):
                 ls="-" if start == "warm" else "--", label=f"{label(method)} ({q} bits), {start} start")
     ax.axhline(ref.v_star, color="k", lw=1, label="Optimal (v*)")
     ax.axhline(ref.mvlsa, color=color("mvlsa"), lw=1, ls=":", label=label("mvlsa"))
-    ax.set(xscale="log", yscale="log", xlabel="iteration + 1", ylabel="cost value f", title=art.label)
+    ax.set(xscale="log", yscale="log", xlabel="iteration + 1", ylabel="cost value f",
+           title=f"{art.label}: {_sizes(art)}")
     ax.legend()
+    _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
     return fig
 
@@ -188,13 +220,15 @@ def fig4(art):
     apply_style()
     cv = data[data.kind == "curve"]
     v_star = float(cv.v_star.iloc[0])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = _cost_panels()
     _q_panels(axes, cv)
     for ax, xl in zip(axes, ("bits per variable (BPV)", "iteration + 1")):
         ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
-        ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f")
+        ax.set(xscale="log", yscale="log", xlabel=xl)
+    axes[0].set_ylabel("cost value f")
     axes[1].legend()
-    fig.suptitle(art.label)
+    fig.suptitle(f"{art.label}: {_sizes(art)}")
+    _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
     return fig
 
@@ -302,8 +336,9 @@ def fig5(art):
         ax.annotate(f"{row.level:g} v*: CR = {_fmt_cr(row.cr)}", (0.98, row.level * v_star),
                     xycoords=("axes fraction", "data"), ha="right", va="bottom", fontsize=8)
     ax.set(xscale="log", yscale="log", xlabel="bits per variable (BPV)", ylabel="cost value f",
-           ylim=(0.7 * v_star, 5 * v_star), title=art.label)
+           ylim=(0.7 * v_star, 5 * v_star), title=f"{art.label}: q = {q}, {_sizes(art)}")
     ax.legend(loc="lower left")
+    _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
     return fig
 
@@ -316,7 +351,7 @@ def fig6(art):
     apply_style()
     cv = data[data.kind == "curve"]
     v_star = float(cv.v_star.iloc[0])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = _cost_panels()
     order = cv.drop_duplicates("variant").sort_values(["method", "batch"]).variant.tolist()
     cute = [v for v in order if not cv[cv.variant == v].method.eq("altmaxvar").any()]
     shade = dict(zip(cute, _shades("cutemaxvar", len(cute))))
@@ -332,9 +367,11 @@ def fig6(art):
             ax.plot(x, c.objective, color=col, lw=_line_width(method), label=name)
     for ax, xl in zip(axes, ("bits per variable (BPV)", "wall-clock time (s)")):
         ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
-        ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f")
+        ax.set(xscale="log", yscale="log", xlabel=xl)
+    axes[0].set_ylabel("cost value f")
     axes[1].legend()
-    fig.suptitle(art.label)
+    fig.suptitle(f"{art.label}: {_sizes(art)}")
+    _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
     return fig
 
@@ -346,7 +383,7 @@ def fig7(art):
     cv = data[data.kind == "curve"]
     views = sorted(cv.I.unique())
     shades = {m: dict(zip(views, _shades(m, len(views)))) for m in ("altmaxvar", "cutemaxvar")}
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = _cost_panels()
     for (I, method), c in cv.groupby(["I", "method"]):
         c = c.sort_values("step")
         style = {"color": shades[method][I], "lw": _line_width(method), "ls": "-" if method == "altmaxvar" else "--",
@@ -357,9 +394,13 @@ def fig7(art):
             for ax in axes:
                 ax.axhline(c.v_star.iloc[0], color="k", lw=0.8, ls=":")
     for ax, xl in zip(axes, ("bits per variable (BPV)", "wall-clock time (s)")):
-        ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f")
+        ax.set(xscale="log", yscale="log", xlabel=xl)
+    axes[0].set_ylabel("cost value f")
     axes[1].legend()
-    fig.suptitle(f"{art.label} (dotted: v* per I)")
+    p = art.run_params()
+    fig.suptitle(f"{art.label}: {_sizes(art, ('J', 'N', 'D', 'K'))}, q = 3, I = "
+                 f"{', '.join(str(i) for i in p.get('I_values', [p['I']]))} (dotted: v* per I)")
+    _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
     return fig
 
@@ -370,15 +411,17 @@ def fig8(art):
     apply_style()
     cv, fin = data[data.kind == "curve"], data[data.kind == "final"]
     v_star = float(fin.v_star.iloc[0])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = _cost_panels()
     _q_panels(axes, cv)
     top = 1.3 * float(cv[cv.q == 32].objective.max())  # q = 2 diverges off the top
     for ax, xl in zip(axes, ("bits per variable (BPV)", "iteration + 1")):
         ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
         ax.axhline(fin.level.iloc[0], color="grey", lw=0.8, ls="--", label="common level")
-        ax.set(xscale="log", yscale="log", xlabel=xl, ylabel="cost value f", ylim=(0.97 * v_star, top))
+        ax.set(xscale="log", yscale="log", xlabel=xl, ylim=(0.97 * v_star, top))
+    axes[0].set_ylabel("cost value f")
+    _plain_log_ticks(*axes)
     axes[1].legend()
-    fig.suptitle(f"{art.label} (density ≈ {fin.density.iloc[0]:.4f})")
+    fig.suptitle(f"{art.label}: {_sizes(art)}, density ≈ {fin.density.iloc[0]:.4f}")
     art.save_figure(fig)
     return fig
 
@@ -411,6 +454,7 @@ def fig9(art):
     l15 = lv[lv.level == 1.5].iloc[0]
     fig.suptitle(f"{art.label}: I = {ref.I:.0f}, J = {ref.J_train:.0f} / {ref.J_test:.0f}; "
                  f"CR(1.5 v*) = {_fmt_cr(l15.cr)}, CR(AC {100 * ac_level:g}%, {acl.direction}) = {_fmt_cr(acl.cr)}")
+    _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
     return fig
 
