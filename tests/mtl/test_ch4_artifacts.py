@@ -1,0 +1,74 @@
+"""The ch. 4 artifact functions on small synthetic run frames, without a kernel: outputs, savings, legends."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedrepro.mtl.artifacts import (
+    bits_panels,
+    fig4_1,
+    fig4_2,
+    savings_table,
+    scheme_label,
+)
+from fedrepro.mtl.experiments import SCHEMES
+from fedrepro.notebook import open_artifact
+
+REPO = Path(__file__).resolve().parents[2]
+STEPS = np.unique(np.geomspace(1, 2000, 60).astype(int))
+# bits of one iteration's messages under convention P (d = 10: 32 d, 1 d, k (32 + 4), k (1 + 4) with k = 1)
+BITS_P = {"vanilla": 320.0, "sign": 10.0, "topk": 36.0, "sign_topk": 5.0}
+
+
+def _runs(configuration, logistic=False):
+    """Every scheme and feedback with the same gap curve exp(-t/200): bit savings are the per-message ratios."""
+    rows = []
+    for fb in ("sample", "bandit"):
+        for sch in SCHEMES:
+            metrics = {"gap": np.exp(-STEPS / 200), "gap_last": np.exp(-STEPS / 200), "param_err": 1 / np.sqrt(STEPS),
+                       "g_edge": -4.0 + 0 * STEPS, "g_max": -3.0 + 0 * STEPS, "lam_max": 1.0 + 0 * STEPS}
+            if logistic:
+                metrics["acc"] = 0.85 - 0.3 * np.exp(-STEPS / 100)
+            for metric, values in metrics.items():
+                for t, v in zip(STEPS, values):
+                    rows.append({"configuration": configuration, "seed": 0, "feedback": fb, "scheme": sch, "step": t,
+                                 "metric": metric, "value": v, "bits_measured": 2 * BITS_P[sch] * t,
+                                 "bits_P": BITS_P[sch] * t, "bits_F": (BITS_P[sch] + 32 * (sch != "vanilla")) * t})
+    return pd.DataFrame(rows)
+
+
+def _artifact(tmp_path, name, configurations, logistic=False):
+    files = []
+    for c in configurations:
+        path = tmp_path / "runs" / name / f"{c}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _runs(c, logistic).to_csv(path, index=False)
+        files.append(str(path))
+    outputs = {s: str(tmp_path / "out" / f"{name}.{s}") for s in ("csv", "pdf", "png")}
+    return open_artifact("thesis", name, root=REPO, scale="quick", configuration="calibrated", run_files=files,
+                         outputs=outputs)
+
+
+@pytest.mark.parametrize("fn,name,configurations,logistic", [
+    (fig4_1, "fig4_1", ["as-stated"], False),
+    (fig4_2, "fig4_2", ["as-stated", "calibrated"], True),
+])
+def test_four_panels_write_outputs_and_savings(tmp_path, fn, name, configurations, logistic):
+    art = _artifact(tmp_path, name, configurations, logistic)
+    fig = fn(art)
+    for suffix in ("csv", "pdf", "png"):
+        assert Path(art.outputs[suffix]).stat().st_size > 1000
+    summ = pd.read_csv(art.outputs["csv"]).query("row == 'summary'")
+    assert set(summ.configuration) == set(configurations)
+    # same iterations to tau for every scheme: the savings are the per-message bit ratios
+    for sch, bits in BITS_P.items():
+        got = summ[summ.scheme == sch]
+        assert got["savings_P"].to_numpy() == pytest.approx(BITS_P["vanilla"] / bits)
+        assert got["paper_savings"].iloc[0] == {"vanilla": 1.0, **art.params["paper_savings"]}[sch]
+    legend = {t.get_text() for lg in fig.legends for t in lg.get_texts()}
+    assert legend == {scheme_label(s, fb) for s in SCHEMES for fb in ("sample", "bandit")}
+    table = savings_table(art).data
+    assert "{v" not in table and "| 64 |" in table and "| 32 |" in table
+    assert len(bits_panels(art).axes) == 2
