@@ -131,6 +131,9 @@ def test_table5_1_means_sds_and_paper_values(tmp_path):
     # the paper's value of (100, 100) at 50 dB from the registry's cells claim: 1.01, 1.01, 10.17
     row = table[(table.configuration == "calibrated") & (table.n1 == 100) & (table.db == 50)].iloc[0]
     assert (row.paper_phase1, row.paper_phase2, row.paper_scratch) == (1.01, 1.01, 10.17)
-    assert "| (100, 100) | 50 | 1.01 / 1.00 ± 0.14 | 1.01 / 2.00 ± 0.14 | 10.17 / 3.00 ± 0.14 |" in md
+    # every cell: ours (mean ± sd) and the paper's; the runs behind each mean, counted from the run frame
+    assert ("| (100, 100) | 50 | 1.00 ± 0.14 (paper 1.01) | 2.00 ± 0.14 (paper 1.01) | 3.00 ± 0.14 (paper 10.17) | 2 |"
+            in md)
+    assert (table.n_runs == 2).all() and "mean ± sd over 2 runs" in md
     assert Path(outputs["md"]).read_text().startswith("# Table 5.1 — configuration `calibrated`")
     assert "over 12 cells" in log_error_summary(art).data

@@ -26,11 +26,14 @@ def table_frame(art) -> pd.DataFrame:
     """One row per (configuration, n1, n2, dB): our mean and sd per method, the metric, runs, the paper's values."""
     tables = []
     for name in art.configurations:
-        cfg = art.run_params(configuration=name)
-        summary = summarize(art.runs[art.runs["configuration"] == name], cfg["metric"])
+        metric = art.run_params(configuration=name)["metric"]
+        runs = art.runs[(art.runs["configuration"] == name) & (art.runs["metric"] == metric)]
+        summary = summarize(runs, metric)
         summary.insert(0, "configuration", name)
-        summary["metric"] = cfg["metric"]
-        summary["n_runs"] = cfg["runs"]
+        summary["metric"] = metric
+        # runs behind each mean, counted (the fewest over the row's three methods)
+        counts = runs.groupby(["n1", "n2", "db", "method"])["seed"].nunique().groupby(["n1", "n2", "db"]).min()
+        summary["n_runs"] = [int(counts.loc[(a, b, c)]) for a, b, c in zip(summary.n1, summary.n2, summary.db)]
         tables.append(summary)
     table = pd.concat(tables, ignore_index=True)
     if art.scale != "smoke":  # smoke shrinks every n by 5, so its rows have no paper counterpart
@@ -39,12 +42,15 @@ def table_frame(art) -> pd.DataFrame:
 
 
 def side_by_side(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rendered cells: 'paper / ours ± sd' where the paper has the row, else 'ours ± sd'."""
-    out = pd.DataFrame({"(n_T1, n_T2)": [f"({a}, {b})" for a, b in zip(frame.n1, frame.n2)],
-                        "dB": frame.db.map(lambda v: f"{v:g}")})
+    """The rendered rows in the paper's orientation: sample configuration, dB, then per method 'ours ± sd (paper
+    p)' (only 'ours ± sd' where the paper has no such row), and the runs behind each mean."""
+    out = pd.DataFrame({"Sample configuration (n_T1, n_T2)": [f"({a}, {b})" for a, b in zip(frame.n1, frame.n2)],
+                        "In-out ratio (dB)": frame.db.map(lambda v: f"{v:g}")})
     for m in METHODS:
         ours = [f"{v:.2f} ± {s:.2f}" for v, s in zip(frame[m], frame[f"{m}_sd"])]
-        out[TITLES[m]] = [f"{p:.2f} / {o}" for p, o in zip(frame[f"paper_{m}"], ours)] if f"paper_{m}" in frame else ours
+        paper = frame[f"paper_{m}"] if f"paper_{m}" in frame else [np.nan] * len(frame)
+        out[TITLES[m]] = [o if np.isnan(p) else f"{o} (paper {p:.2f})" for o, p in zip(ours, paper)]
+    out["runs"] = frame.n_runs.astype(int).astype(str)
     return out
 
 
@@ -55,14 +61,20 @@ def table5_1(art):
     table = table_frame(art)
     art.write_data(table)
     shown = art.shown
+    p = art.run_params(configuration=shown)
     metric = table.loc[table.configuration == shown, "metric"].iloc[0]
+    runs = sorted(set(table.n_runs.astype(int)))
     lines = [f"# {art.label} — configuration `{shown}`, scale `{art.scale}`", "",
-             "Cells: " + ("paper / ours (mean ± sd over runs)" if "paper_phase1" in table else "ours (mean ± sd over runs)")
-             + f"; metric `{metric}`.", "",
+             *(["**STAND-IN DATA**: the numbers test the pipeline, not the paper.", ""] if art.stand_in else []),
+             f"Each cell: ours, mean ± sd over {' or '.join(map(str, runs))} runs (column `runs`)"
+             + ("; the paper's value (mean over its 10 runs) in brackets" if "paper_phase1" in table else "")
+             + f". Metric `{metric}`; d = {p['d']}, q = {p['q']}, {p['n_test']} test samples.", "",
              markdown_table(side_by_side(table[table.configuration == shown])), ""]
     for other in art.configurations:
         if other != shown:
-            lines += [f"## Configuration `{other}`", "", markdown_table(side_by_side(table[table.configuration == other])), ""]
+            lines += [f"## Configuration `{other}`", "",
+                      f"Metric `{table.loc[table.configuration == other, 'metric'].iloc[0]}`.", "",
+                      markdown_table(side_by_side(table[table.configuration == other])), ""]
     text = "\n".join(lines)
     art.write_markdown(text)
     return Markdown(text)
