@@ -26,11 +26,14 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
-from fedrepro.decentral.artifacts import fig3_4, to_target_table
+from fedrepro.decentral.artifacts import describe_run, fig3_4, to_target_table
 from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig3_4", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)
+describe_run(art)
+
+# %%
 fig3_4(art)
 
 # %% [markdown]
@@ -43,5 +46,5 @@ to_target_table(art)
 # ### Reading the result
 # Savings are baseline / SQuARM at the first evaluation reaching the target (A-37; A-49 falls back to the loosest level
 # every method reaches). `trigger_rate` is the fraction of (node, sync round) pairs that transmitted: with a rate
-# of 1 the trigger saved nothing and SQuARM's advantage is the compressor plus H = 5 alone. The scorecard judges the
+# of 1 the trigger saved nothing and SQuARM's advantage is the compressor plus its H local steps alone. The scorecard judges the
 # paper band (within ×3 under B32, B64idx or Blog) and, qualitatively, the spec's proxy band.

@@ -12,6 +12,7 @@ from fedrepro.decentral.artifacts import (
     fig3_4,
     fig3_4_trigger,
     sweep_table,
+    time_bars,
     to_target_table,
 )
 from fedrepro.notebook import open_artifact
@@ -64,7 +65,27 @@ def _first_reach_bits(method, target, accuracy=False):
 
 
 def _legend_texts(fig):
-    return {t.get_text() for ax in fig.axes for lg in [ax.get_legend()] if lg for t in lg.get_texts()}
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    return {t.get_text() for lg in legends for t in lg.get_texts()}
+
+
+def assert_legend_data_visible(fig):
+    """Every legend entry naming a drawn line has at least one point of that line inside its panel (after
+    layout); entries naming no line (marker keys) are skipped."""
+    fig.canvas.draw()
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    checked = 0
+    for text in (t.get_text() for lg in legends for t in lg.get_texts()):
+        lines = [ln for ax in fig.axes for ln in ax.lines if ln.get_label() == text]
+        if not lines:
+            continue
+        visible = False
+        for ln in lines:
+            xy = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]).astype(float))
+            visible |= any(ln.axes.bbox.contains(x, y) for x, y in xy[np.isfinite(xy).all(axis=1)])
+        assert visible, f"legend entry {text!r} has no data in its panel"
+        checked += 1
+    assert checked, "no legend entry checked"
 
 
 @pytest.mark.parametrize("fn,name,exp", [(fig3_4, "fig3_4", "fig3_4"), (fig3_2, "fig3_2", "fig3_2")])
@@ -81,7 +102,12 @@ def test_panel_figures_write_outputs_and_the_savings_they_show(tmp_path, fn, nam
         acc = art.params["metric"] == "test_acc"
         expected = _first_reach_bits(m, target, acc) / _first_reach_bits("squarm", target, acc)
         assert summ.loc[m, "savings_bits_B32"] == pytest.approx(expected)
-    assert {label(m) for m in BITS_PER_EVAL} <= _legend_texts(fig)
+    texts = _legend_texts(fig)
+    assert {label(m) for m in BITS_PER_EVAL} <= texts
+    assert any(t.startswith("target ") and "(the paper's)" in t for t in texts)  # the target line is labelled
+    assert_legend_data_visible(fig)
+    # sizes from the registry's quick run parameters, not from the runs' frame
+    assert f"n = {art.run_params()['n']} (ring)" in fig._suptitle.get_text()
     table = to_target_table(art).data
     assert "{v" not in table  # numbers, not the format string
     assert f"{summ.loc['vanilla', 'savings_bits_B32']:.4g}" in table
@@ -98,6 +124,18 @@ def test_fig3_3_prices_the_runs_through_the_link(tmp_path):
     assert Path(art.outputs["png"]).stat().st_size > 1000
 
 
+def test_time_bars_mark_a_method_that_never_reaches_the_target():
+    import matplotlib.pyplot as plt
+
+    data = pd.DataFrame({"row": "summary", "configuration": "c", "method": ["squarm", "vanilla"],
+                         "wall_s_to_target": [2.0, np.nan]})
+    fig, ax = plt.subplots()
+    time_bars(data, "c", ax)
+    texts = [t.get_text() for t in ax.texts]
+    plt.close(fig)
+    assert texts == ["2 s", "not reached"]
+
+
 def test_trigger_sweep_reads_both_experiments(tmp_path):
     error = 0.05 + 0.85 * np.exp(-STEPS / 60.0)
     sweep = []
@@ -106,7 +144,11 @@ def test_trigger_sweep_reads_both_experiments(tmp_path):
         sweep += _rows("squarm", error if rate == 1 else error + 0.02, per_eval * np.arange(len(STEPS)),
                        extra={"trigger_scale": s}, trigger_rate=rate)
     art = _artifact(tmp_path, "fig3_4_trigger", {"fig3_4_trigger": pd.DataFrame(sweep), "fig3_4": _method_runs()})
-    fig3_4_trigger(art)
+    fig = fig3_4_trigger(art)
+    texts = _legend_texts(fig)
+    # scales 0 and 1 ran identically: one curve, one legend entry naming both
+    assert "s = 0 (no trigger), 1 (as specified): identical runs" in texts and "s = $10^{2}$" in texts
+    assert_legend_data_visible(fig)
     summ = pd.read_csv(art.outputs["csv"]).query("row == 'summary'").set_index("trigger_scale")
     assert list(summ.index) == [0, 1, 100]
     assert summ.loc[100, "trigger_rate"] == 0.5

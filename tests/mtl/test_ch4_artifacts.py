@@ -51,6 +51,25 @@ def _artifact(tmp_path, name, configurations, logistic=False):
                          outputs=outputs)
 
 
+def assert_legend_data_visible(fig):
+    """Every legend entry naming a drawn line has at least one point of that line inside its panel (after
+    layout); entries naming no line (marker keys) are skipped."""
+    fig.canvas.draw()
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    checked = 0
+    for text in (t.get_text() for lg in legends for t in lg.get_texts()):
+        lines = [ln for ax in fig.axes for ln in ax.lines if ln.get_label() == text]
+        if not lines:
+            continue
+        visible = False
+        for ln in lines:
+            xy = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]).astype(float))
+            visible |= any(ln.axes.bbox.contains(x, y) for x, y in xy[np.isfinite(xy).all(axis=1)])
+        assert visible, f"legend entry {text!r} has no data in its panel"
+        checked += 1
+    assert checked, "no legend entry checked"
+
+
 @pytest.mark.parametrize("fn,name,configurations,logistic", [
     (fig4_1, "fig4_1", ["as-stated"], False),
     (fig4_2, "fig4_2", ["as-stated", "calibrated"], True),
@@ -69,6 +88,8 @@ def test_four_panels_write_outputs_and_savings(tmp_path, fn, name, configuration
         assert got["paper_savings"].iloc[0] == {"vanilla": 1.0, **art.params["paper_savings"]}[sch]
     legend = {t.get_text() for lg in fig.legends for t in lg.get_texts()}
     assert legend == {scheme_label(s, fb) for s in SCHEMES for fb in ("sample", "bandit")}
+    assert_legend_data_visible(fig)
+    assert f"T = {min(art.run_params()['T'], art.run_params()['T_max'])}" in fig._suptitle.get_text()
     table = savings_table(art).data
     assert "{v" not in table and "| 64 |" in table and "| 32 |" in table
     assert len(bits_panels(art).axes) == 2

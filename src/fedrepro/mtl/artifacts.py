@@ -40,9 +40,30 @@ def _figure_frame(art) -> pd.DataFrame:
     return data
 
 
+PROBLEMS = {"qcqp": "QCQP (4.15)", "logistic": "logistic regression (4.16)"}
+
+
+def run_sizes(p: dict) -> str:
+    """One line of the sizes a run used (from its resolved parameters)."""
+    runs = int(p.get("runs", 1))
+    return (f"{PROBLEMS.get(p['problem'], p['problem'])}, n = {p['n']} (Erdős–Rényi p = {p['p']:g}), d = {p['d']}, "
+            f"T = {iterations(p)}, η = {p['eta']:g}, k = {p['k']}, {runs} run{'s' if runs > 1 else ''}")
+
+
 def _title(art) -> str:
-    T = iterations(art.run_params())
-    return f"{art.label} — configuration `{art.shown}`, scale `{art.scale}`, T = {T}"
+    return f"{art.label}: {run_sizes(art.run_params())}\nconfiguration `{art.shown}`, scale `{art.scale}`"
+
+
+def describe_run(art):
+    """What the runs behind the figure used, per configuration, from the run parameters (Markdown)."""
+    from IPython.display import Markdown
+
+    lines = [f"**What we ran** (scale `{art.scale}`; from the run parameters; the figure shows `{art.shown}`):"]
+    for c in art.configurations:
+        p = art.run_params(configuration=c)
+        lines.append(f"- `{c}`: {run_sizes(p)}; δ = {p['delta']:g}, ζ = {p['zeta']:g}; savings read at the relative "
+                     f"gap τ = {p['tau']:g}")
+    return Markdown("\n".join(lines))
 
 
 def _detached(fig):
