@@ -23,7 +23,7 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
-from fedrepro.decentral.artifacts import describe_run, fig3_1, to_target_table
+from fedrepro.decentral.artifacts import describe_run, differences, fig3_1, to_target_table
 from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig3_1", root=root, scale=scale, configuration=configuration,
@@ -45,3 +45,6 @@ to_target_table(art)
 # every method reaches). `trigger_rate` is the fraction of (node, sync round) pairs that transmitted: with a rate
 # of 1 the trigger saved nothing and SQuARM's advantage is the compressor plus its H local steps alone. The scorecard judges the
 # paper band (within ×3 under B32, B64idx or Blog) and, qualitatively, the spec's proxy band.
+
+# %%
+differences(art)

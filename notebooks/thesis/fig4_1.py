@@ -34,7 +34,7 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
-from fedrepro.mtl.artifacts import bits_panels, describe_run, fig4_1, savings_table
+from fedrepro.mtl.artifacts import bits_panels, describe_run, differences, fig4_1, savings_table
 from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig4_1", root=root, scale=scale, configuration=configuration,
@@ -64,3 +64,6 @@ bits_panels(art)
 # 320/5 = 64 (Sign+TopK), because every scheme needs the same number of iterations; under convention F (the sign scale
 # counted) Sign and Sign+TopK fall to 7.6× and 8.6× and the paper's order is lost (spec §1.3.5). The scorecard judges
 # C4.1–C4.4 and C4.8; C4.9 (rates with η = a/√T) was not run.
+
+# %%
+differences(art)

@@ -33,7 +33,7 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
-from fedrepro.mtl.artifacts import bits_panels, describe_run, fig4_2, savings_table
+from fedrepro.mtl.artifacts import bits_panels, describe_run, differences, fig4_2, savings_table
 from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig4_2", root=root, scale=scale, configuration=configuration,
@@ -62,3 +62,6 @@ bits_panels(art)
 # Savings are read where each curve first reaches τ = 10⁻²; a configuration whose curves never get there has
 # no savings (NaN), and its C4.6 rows are not reproduced. Under convention P the savings equal the per-message ratios
 # (32 / 8.9 / 64) whenever the iteration counts agree; convention F counts the 32-bit sign scale.
+
+# %%
+differences(art)

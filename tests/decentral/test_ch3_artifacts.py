@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from fedrepro.decentral.artifacts import (
+    differences,
     fig3_2,
     fig3_3,
     fig3_4,
@@ -135,6 +136,22 @@ def test_time_bars_mark_a_method_that_never_reaches_the_target():
     plt.close(fig)
     assert texts == ["2 s", "not reached"]
 
+
+def test_differences_say_what_and_why(tmp_path):
+    """SQuARM ends far above its best and no method reaches the paper's 0.12: both are said, with the registry's
+    recorded reasons; a run that matches the paper says nothing about it."""
+    runs = _method_runs()
+    rise = (runs.method == "squarm") & (runs.metric == "test_error") & (runs.step >= 160)
+    runs.loc[rise, "value"] = 0.45
+    runs.loc[runs.metric == "test_error", "value"] += 0.1  # nobody reaches 0.12 now
+    art = _artifact(tmp_path, "fig3_4", {"fig3_4": runs})
+    fig = fig3_4(art)
+    assert any("A-49 fallback" in t for t in _legend_texts(fig))
+    text = differences(art).data
+    assert "no method reaches it here" in text
+    assert "SQuARM-SGD (γ = 1): test error" in text and "0.55 at the end" in text
+    assert art.params["differs"][0] in text
+    assert "CHOCO-SGD (Sign) (γ" not in text  # its error does not rise
 
 def test_trigger_sweep_reads_both_experiments(tmp_path):
     error = 0.05 + 0.85 * np.exp(-STEPS / 60.0)

@@ -8,6 +8,7 @@ import pytest
 
 from fedrepro.mtl.artifacts import (
     bits_panels,
+    differences,
     fig4_1,
     fig4_2,
     savings_table,
@@ -93,3 +94,28 @@ def test_four_panels_write_outputs_and_savings(tmp_path, fn, name, configuration
     table = savings_table(art).data
     assert "{v" not in table and "| 64 |" in table and "| 32 |" in table
     assert len(bits_panels(art).axes) == 2
+
+
+
+def test_differences_name_diverging_schemes_and_the_recorded_reasons(tmp_path):
+    """TopK and Sign+TopK end above their starting gap with a positive edge constraint: said, with the registry's
+    reasons; a run that matches the paper says nothing contradicts it."""
+    art = _artifact(tmp_path, "fig4_1", ["as-stated"])
+    fig4_1(art)
+    assert "Nothing measured on this figure contradicts" in differences(art).data
+
+    art = _artifact(tmp_path / "bad", "fig4_2", ["calibrated"], logistic=True)
+    runs = art.runs
+    bad = runs.scheme.isin(["topk", "sign_topk"])
+    runs.loc[bad & (runs.metric == "gap"), "value"] = 1.5
+    runs.loc[bad & (runs.metric == "g_edge"), "value"] = 4.0
+    runs.loc[bad & (runs.metric == "acc"), "value"] = 0.47
+    runs.to_csv(art.run_files[0], index=False)
+    del art.__dict__["runs"]  # re-read the edited run file
+    fig4_2(art)
+    text = differences(art).data
+    assert "never reach τ = 0.01 (final gaps 1.5, above the starting gap of 1: they diverge)" in text
+    assert "the tracked edge's constraint ends positive" in text and "g = 4" in text
+    assert "final test accuracy 0.47 for" in text
+    assert "Sign 32× (paper 20×)" in text  # Sign still reaches τ: 320 / 10 bits per message (BITS_P)
+    assert art.params["differs"][1] in text

@@ -3,8 +3,8 @@
 Each function takes the notebook's `fedrepro.notebook.Artifact`, computes the figure's data with
 `fedrepro.decentral.figures` (what the claims read), writes the artifact's CSV, PDF and PNG and returns the
 figure.  `to_target_table` / `sweep_table` give the numbers behind it as Markdown (read from the CSV just
-written) and `describe_run` the sizes the runs used.
-Per-artifact numbers (metric, target, the paper's savings) come from the registry's
+written), `describe_run` the sizes the runs used and `differences` what differs from the paper and why.
+Per-artifact numbers (metric, target, the paper's savings, the recorded reasons) come from the registry's
 `parameters:`; sizes come from the run parameters, never from the text.
 """
 
@@ -394,3 +394,54 @@ def sweep_table(art):
             f"scales: {first['target']:.4g} ({first['target_rule']}); scale 1 vs Fig. 3.4's SQuARM run, max "
             f"|difference| in {metric}: {first['max_abs_diff_vs_fig3_4']:.4g}.")
     return Markdown(head + "\n\n" + markdown_table(_format(summ[[c for c in cols if c in summ]])))
+
+
+def difference_facts(art, rise: float = 0.05) -> list[str]:
+    """What the figure shows against the paper, from the CSV the figure function wrote: whether each method
+    reaches the paper's target, and every method whose metric ends more than `rise` worse than its best."""
+    p = art.params
+    data = pd.read_csv(art.outputs["csv"])
+    cur = data[(data.row == "curve") & (data.configuration == art.shown)]
+    summ = _summary(data, art.shown)
+    metric, paper_target, higher = p["metric"], float(p["target"]), bool(p["higher"])
+    name = AXIS_LABELS.get(metric, metric)
+    gamma = art.run_params().get("gamma", {})
+    facts = []
+    best = {m: (c[metric].max() if higher else c[metric].min()) for m, c in cur.groupby("method", sort=False)}
+    missing = [label(m) for m, b in best.items() if (b < paper_target if higher else b > paper_target)]
+    if missing:
+        who = "no method reaches it" if len(missing) == len(best) else f"{', '.join(missing)} never reach it"
+        facts.append(f"The paper reads its savings at {name} {paper_target:g}; {who} here, so the savings are read "
+                     f"at the A-49 fallback {float(summ['target'].iloc[0]):.3g}, the loosest level every method "
+                     "reaches.")
+    for m, c in cur.groupby("method", sort=False):
+        c = c.sort_values("step")
+        i = c[metric].idxmax() if higher else c[metric].idxmin()
+        final = float(c[metric].iloc[-1])
+        worse = (c.loc[i, metric] - final) if higher else (final - c.loc[i, metric])
+        if worse > rise:
+            x, unit = ("rounds", "round") if "rounds" in c else ("step", "step")
+            text = (f"{label(m)} (γ = {gamma.get(m, float('nan')):g}): {name} {c.loc[i, metric]:.2f} at its best "
+                    f"({unit} {c.loc[i, x]:g}), {final:.2f} at the end")
+            if "consensus_dist" in c and np.isfinite(c["consensus_dist"].iloc[-1]):
+                text += f"; consensus distance (1/n)‖X − X̄‖² {c['consensus_dist'].iloc[-1]:.1e} at the end"
+            facts.append(text + ".")
+    sq = summ[summ.method == "squarm"]
+    if len(sq) and float(sq["trigger_rate"].iloc[0]) >= 0.999:
+        facts.append(f"SQuARM-SGD's event trigger never skipped (rate {float(sq['trigger_rate'].iloc[0]):.3f}): its "
+                     "savings come from Sign∘TopK and H local steps alone.")
+    return facts
+
+
+def differences(art):
+    """'What differs from the paper and why' (Markdown): the facts measured on this figure's data, then the
+    reasons recorded for them (the registry artifact's `differs:`, from the chapter's docs)."""
+    from IPython.display import Markdown
+
+    facts, reasons = difference_facts(art), list(art.params.get("differs") or [])
+    if not facts and not reasons:
+        return Markdown("")
+    lines = ["### What differs from the paper and why", "", *(f"- {f}" for f in facts)]
+    if reasons:
+        lines += ["", "Why:", "", *(f"- {r}" for r in reasons)]
+    return Markdown("\n".join(lines))

@@ -165,3 +165,60 @@ def bits_panels(art):
     axes[0].set_ylabel("relative cost gap")
     axes[1].legend(fontsize=7, ncol=2)
     return _detached(fig)
+
+
+def _range(values, fmt: str = ".2f") -> str:
+    lo, hi = format(float(values.min()), fmt), format(float(values.max()), fmt)
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def difference_facts(art) -> list[str]:
+    """What the figure shows against the paper, from the CSV the figure function wrote, per configuration: the
+    schemes that never reach τ (and those that end above their starting gap, i.e. diverge), edge constraints that
+    end positive, and the savings against the paper's where they exist."""
+    s = pd.read_csv(art.outputs["csv"])
+    s = s[s.row == "summary"]
+    facts = []
+    for c, g in s.groupby("configuration", sort=False):
+        tau = float(g["tau"].iloc[0])
+        missed = g[~np.isfinite(g["t_tau"])]
+        if len(missed) == len(g):
+            facts.append(f"`{c}`: no scheme reaches the relative gap τ = {tau:g} (final gaps "
+                         f"{_range(missed['final_gap'], '.2g')}): no savings to compare.")
+        elif len(missed):
+            names = ", ".join(scheme_label(r.scheme, r.feedback) for r in missed.itertuples())
+            diverge = ", above the starting gap of 1: they diverge" if (missed["final_gap"] > 1).all() else ""
+            facts.append(f"`{c}`: {names} never reach τ = {tau:g} (final gaps {_range(missed['final_gap'], '.2g')}"
+                         f"{diverge}).")
+        if "acc_diff_vs_vanilla" in g and (g["acc_diff_vs_vanilla"] < -0.01).any():
+            low = g[g["acc_diff_vs_vanilla"] < -0.01]
+            vanilla = g.loc[g.scheme == "vanilla", "final_acc"]
+            names = ", ".join(scheme_label(r.scheme, r.feedback) for r in low.itertuples())
+            facts.append(f"`{c}`: final test accuracy {_range(low['final_acc'])} for {names}, against vanilla's "
+                         f"{_range(vanilla)}; the paper's are similar to vanilla's.")
+        bad = g[g["final_g_edge"] > 0]
+        if len(bad):
+            facts.append(f"`{c}`: the tracked edge's constraint ends positive (infeasible) for "
+                         f"{', '.join(scheme_label(r.scheme, r.feedback) for r in bad.itertuples())} "
+                         f"(g = {_range(bad['final_g_edge'], '.2g')}); the paper's are negative.")
+        ok = g[np.isfinite(g["savings_P"]) & (g.scheme != "vanilla")]
+        if len(ok) and len(missed):
+            facts.append(f"`{c}`: savings (convention P) where τ is reached: "
+                         + "; ".join(f"{scheme_label(r.scheme, r.feedback)} {r.savings_P:.3g}× (paper {r.paper_savings:g}×)"
+                                     for r in ok.itertuples()) + ".")
+    return facts
+
+
+def differences(art):
+    """'What differs from the paper and why' (Markdown): the facts measured on this figure's data, then the
+    reasons recorded for them (the registry artifact's `differs:`, from the chapter's docs)."""
+    from IPython.display import Markdown
+
+    facts, reasons = difference_facts(art), list(art.params.get("differs") or [])
+    if not facts and not reasons:
+        return Markdown("### What differs from the paper\n\nNothing measured on this figure contradicts the paper's; "
+                        "the scorecard judges each claim.")
+    lines = ["### What differs from the paper and why", "", *(f"- {f}" for f in facts)]
+    if reasons:
+        lines += ["", "Why:", "", *(f"- {r}" for r in reasons)]
+    return Markdown("\n".join(lines))
