@@ -29,7 +29,6 @@ from fedrepro.mtl.reference import qcqp_optimum
 from fedrepro.runtime import rng_stream
 
 SCHEMES = ("vanilla", "sign", "topk", "sign_topk")
-SCHEME_LABELS = {"vanilla": "vanilla dec.", "sign": "Sign", "topk": "TopK", "sign_topk": "Sign+TopK"}
 FEEDBACKS = ("sample", "bandit")
 CONVENTIONS = {"bits_measured": None, "bits_P": "P", "bits_F": "F"}
 
