@@ -77,6 +77,19 @@ def _cost_panels():
     return fig, axes
 
 
+def _legend_outside(fig, ax) -> None:
+    """The legend of `ax` (which holds every entry) beside the panels, where it covers no data."""
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper")
+
+
+def _sweep_colors(n: int) -> list[str]:
+    """Colours for a swept setting (the number of views I): the style's palette minus the method colours."""
+    from fedrepro.plotting.names import PALETTE
+
+    taken = {color("altmaxvar"), color("cutemaxvar"), color("mvlsa")}
+    return [c for c in PALETTE if c not in taken][:n]
+
+
 def _plain_log_ticks(*axes) -> None:
     """Tick labels of log axes that never collide: over a decade or more only the powers of ten are labelled
     (matplotlib also labels some minor ticks, '3 x 10^-4' beside '4 x 10^-4'); within less than a decade there may
@@ -226,7 +239,7 @@ def fig4(art):
         ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
         ax.set(xscale="log", yscale="log", xlabel=xl)
     axes[0].set_ylabel("cost value f")
-    axes[1].legend()
+    _legend_outside(fig, axes[1])
     fig.suptitle(f"{art.label}: {_sizes(art)}")
     _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
@@ -369,7 +382,7 @@ def fig6(art):
         ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
         ax.set(xscale="log", yscale="log", xlabel=xl)
     axes[0].set_ylabel("cost value f")
-    axes[1].legend()
+    _legend_outside(fig, axes[1])
     fig.suptitle(f"{art.label}: {_sizes(art)}")
     _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
@@ -382,21 +395,21 @@ def fig7(art):
     apply_style()
     cv = data[data.kind == "curve"]
     views = sorted(cv.I.unique())
-    shades = {m: dict(zip(views, _shades(m, len(views)))) for m in ("altmaxvar", "cutemaxvar")}
+    by_view = dict(zip(views, _sweep_colors(len(views))))
     fig, axes = _cost_panels()
     for (I, method), c in cv.groupby(["I", "method"]):
         c = c.sort_values("step")
-        style = {"color": shades[method][I], "lw": _line_width(method), "ls": "-" if method == "altmaxvar" else "--",
+        style = {"color": by_view[I], "lw": _line_width(method), "ls": "-" if method == "altmaxvar" else "--",
                  "label": f"{_method_label(method, c.q.iloc[0])}, I = {I}"}
         axes[0].plot(c.bpv, c.objective, **style)
         axes[1].plot(c.time, c.objective, **style)
         if method == "altmaxvar":
             for ax in axes:
-                ax.axhline(c.v_star.iloc[0], color="k", lw=0.8, ls=":")
+                ax.axhline(c.v_star.iloc[0], color=by_view[I], lw=0.8, ls=":")
     for ax, xl in zip(axes, ("bits per variable (BPV)", "wall-clock time (s)")):
         ax.set(xscale="log", yscale="log", xlabel=xl)
     axes[0].set_ylabel("cost value f")
-    axes[1].legend()
+    _legend_outside(fig, axes[1])
     p = art.run_params()
     fig.suptitle(f"{art.label}: {_sizes(art, ('J', 'N', 'D', 'K'))}, q = 3, I = "
                  f"{', '.join(str(i) for i in p.get('I_values', [p['I']]))} (dotted: v* per I)")
@@ -420,7 +433,7 @@ def fig8(art):
         ax.set(xscale="log", yscale="log", xlabel=xl, ylim=(0.97 * v_star, top))
     axes[0].set_ylabel("cost value f")
     _plain_log_ticks(*axes)
-    axes[1].legend()
+    _legend_outside(fig, axes[1])
     fig.suptitle(f"{art.label}: {_sizes(art)}, density ≈ {fin.density.iloc[0]:.4f}")
     art.save_figure(fig)
     return fig
