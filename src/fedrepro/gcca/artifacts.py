@@ -12,7 +12,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.colors import to_rgb
 
 from fedrepro.gcca import data_summaries, summaries
 from fedrepro.plotting import apply_style, color, label, markdown_table
@@ -51,14 +50,10 @@ def _line_width(method: str) -> float:
     return 2.6 if method == "altmaxvar" else 1.3
 
 
-def _shades(name: str, n: int) -> list[tuple]:
-    """n shades of a method's colour, light to dark: an ordered sweep (batch size, number of views)."""
-    base = np.array(to_rgb(color(name)))
-    out = []
-    for t in np.linspace(0.0, 1.0, n) if n > 1 else [0.5]:
-        light, dark = base + 0.6 * (1 - base), 0.45 * base
-        out.append(tuple(light + t * (dark - light)))
-    return out
+def _ordered_colors(n: int) -> list:
+    """n well-separated colours in order (light to dark is too faint for six batch sizes): the plasma map."""
+    cmap = plt.get_cmap("plasma")
+    return [cmap(x) for x in np.linspace(0.0, 0.85, n)] if n > 1 else [cmap(0.4)]
 
 
 def _fmt_cr(value: float) -> str:
@@ -367,7 +362,7 @@ def fig6(art):
     fig, axes = _cost_panels()
     order = cv.drop_duplicates("variant").sort_values(["method", "batch"]).variant.tolist()
     cute = [v for v in order if not cv[cv.variant == v].method.eq("altmaxvar").any()]
-    shade = dict(zip(cute, _shades("cutemaxvar", len(cute))))
+    shade = dict(zip(cute, _ordered_colors(len(cute))))
     for variant in order:
         c = cv[cv.variant == variant].sort_values("step")
         method, batch = c.method.iloc[0], int(c.batch.iloc[0])
