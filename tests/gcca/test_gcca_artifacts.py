@@ -44,7 +44,8 @@ def _open(tmp_path, name: str, run_files: list[str], kind: str = "figure"):
 
 
 def _legend(fig) -> set[str]:
-    return {t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()}
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    return {t.get_text() for legend in legends for t in legend.get_texts()}
 
 
 def _artists(handle) -> list:
@@ -69,14 +70,16 @@ def _has_data_in_view(ax, artist) -> bool:
 
 
 def legend_entries_without_data(fig) -> list[str]:
-    """Legend labels whose artists draw nothing inside their axes' plotted range (issue 15: none allowed)."""
+    """Legend labels (of axes or figure legends) whose artists draw nothing inside their axes' plotted range."""
     fig.canvas.draw()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+    labelled = [(ax, a) for ax in fig.axes for a in [*ax.lines, *ax.containers, *ax.collections]]
     missing = []
-    for ax in fig.axes:
-        if ax.get_legend() is None:
-            continue
-        for handle, text in zip(*ax.get_legend_handles_labels()):
-            if not any(_has_data_in_view(ax, a) for a in _artists(handle)):
+    for legend in legends:
+        for text in (t.get_text() for t in legend.get_texts()):
+            # a figure legend's entries may come from any panel: look for the plotted artists with that label
+            drawn = [(ax, a) for ax, a in labelled if a.get_label() == text]
+            if not any(_has_data_in_view(ax, b) for ax, a in drawn for b in _artists(a)):
                 missing.append(text)
     return missing
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.colors import to_rgb
 
 from fedrepro.gcca import data_summaries, summaries
 from fedrepro.plotting import apply_style, color, label, markdown_table
@@ -51,14 +50,10 @@ def _line_width(method: str) -> float:
     return 2.6 if method == "altmaxvar" else 1.3
 
 
-def _shades(name: str, n: int) -> list[tuple]:
-    """n shades of a method's colour, light to dark: an ordered sweep (batch size, number of views)."""
-    base = np.array(to_rgb(color(name)))
-    out = []
-    for t in np.linspace(0.0, 1.0, n) if n > 1 else [0.5]:
-        light, dark = base + 0.6 * (1 - base), 0.45 * base
-        out.append(tuple(light + t * (dark - light)))
-    return out
+def _ordered_colors(n: int) -> list:
+    """n well-separated colours in order (light to dark is too faint for six batch sizes): the plasma map."""
+    cmap = plt.get_cmap("plasma")
+    return [cmap(x) for x in np.linspace(0.0, 0.85, n)] if n > 1 else [cmap(0.4)]
 
 
 def _fmt_cr(value: float) -> str:
@@ -75,6 +70,19 @@ def _cost_panels():
     """Cost vs. BPV (left) and vs. iteration or time (right): one shared y axis, so tick labels never collide."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     return fig, axes
+
+
+def _legend_outside(fig, ax) -> None:
+    """The legend of `ax` (which holds every entry) beside the panels, where it covers no data."""
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper")
+
+
+def _sweep_colors(n: int) -> list[str]:
+    """Colours for a swept setting (the number of views I): the style's palette minus the method colours."""
+    from fedrepro.plotting.names import PALETTE
+
+    taken = {color("altmaxvar"), color("cutemaxvar"), color("mvlsa")}
+    return [c for c in PALETTE if c not in taken][:n]
 
 
 def _plain_log_ticks(*axes) -> None:
@@ -226,7 +234,7 @@ def fig4(art):
         ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
         ax.set(xscale="log", yscale="log", xlabel=xl)
     axes[0].set_ylabel("cost value f")
-    axes[1].legend()
+    _legend_outside(fig, axes[1])
     fig.suptitle(f"{art.label}: {_sizes(art)}")
     _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
@@ -354,7 +362,7 @@ def fig6(art):
     fig, axes = _cost_panels()
     order = cv.drop_duplicates("variant").sort_values(["method", "batch"]).variant.tolist()
     cute = [v for v in order if not cv[cv.variant == v].method.eq("altmaxvar").any()]
-    shade = dict(zip(cute, _shades("cutemaxvar", len(cute))))
+    shade = dict(zip(cute, _ordered_colors(len(cute))))
     for variant in order:
         c = cv[cv.variant == variant].sort_values("step")
         method, batch = c.method.iloc[0], int(c.batch.iloc[0])
@@ -369,7 +377,7 @@ def fig6(art):
         ax.axhline(v_star, color="k", lw=1, label="Optimal (v*)")
         ax.set(xscale="log", yscale="log", xlabel=xl)
     axes[0].set_ylabel("cost value f")
-    axes[1].legend()
+    _legend_outside(fig, axes[1])
     fig.suptitle(f"{art.label}: {_sizes(art)}")
     _plain_log_ticks(*fig.axes)
     art.save_figure(fig)
@@ -382,21 +390,21 @@ def fig7(art):
     apply_style()
     cv = data[data.kind == "curve"]
     views = sorted(cv.I.unique())
-    shades = {m: dict(zip(views, _shades(m, len(views)))) for m in ("altmaxvar", "cutemaxvar")}
+    by_view = dict(zip(views, _sweep_colors(len(views))))
     fig, axes = _cost_panels()
     for (I, method), c in cv.groupby(["I", "method"]):
         c = c.sort_values("step")
-        style = {"color": shades[method][I], "lw": _line_width(method), "ls": "-" if method == "altmaxvar" else "--",
+        style = {"color": by_view[I], "lw": _line_width(method), "ls": "-" if method == "altmaxvar" else "--",
                  "label": f"{_method_label(method, c.q.iloc[0])}, I = {I}"}
         axes[0].plot(c.bpv, c.objective, **style)
         axes[1].plot(c.time, c.objective, **style)
         if method == "altmaxvar":
             for ax in axes:
-                ax.axhline(c.v_star.iloc[0], color="k", lw=0.8, ls=":")
+                ax.axhline(c.v_star.iloc[0], color=by_view[I], lw=0.8, ls=":")
     for ax, xl in zip(axes, ("bits per variable (BPV)", "wall-clock time (s)")):
         ax.set(xscale="log", yscale="log", xlabel=xl)
     axes[0].set_ylabel("cost value f")
-    axes[1].legend()
+    _legend_outside(fig, axes[1])
     p = art.run_params()
     fig.suptitle(f"{art.label}: {_sizes(art, ('J', 'N', 'D', 'K'))}, q = 3, I = "
                  f"{', '.join(str(i) for i in p.get('I_values', [p['I']]))} (dotted: v* per I)")
@@ -420,7 +428,7 @@ def fig8(art):
         ax.set(xscale="log", yscale="log", xlabel=xl, ylim=(0.97 * v_star, top))
     axes[0].set_ylabel("cost value f")
     _plain_log_ticks(*axes)
-    axes[1].legend()
+    _legend_outside(fig, axes[1])
     fig.suptitle(f"{art.label}: {_sizes(art)}, density ≈ {fin.density.iloc[0]:.4f}")
     art.save_figure(fig)
     return fig
