@@ -88,7 +88,9 @@ def test_four_panels_write_outputs_and_savings(tmp_path, fn, name, configuration
         assert got["savings_P"].to_numpy() == pytest.approx(BITS_P["vanilla"] / bits)
         assert got["paper_savings"].iloc[0] == {"vanilla": 1.0, **art.params["paper_savings"]}[sch]
     legend = {t.get_text() for lg in fig.legends for t in lg.get_texts()}
-    assert legend == {scheme_label(s, fb) for s in SCHEMES for fb in ("sample", "bandit")}
+    tau = art.run_params()["tau"]
+    assert legend == {scheme_label(s, fb) for s in SCHEMES for fb in ("sample", "bandit")} | {
+        f"τ = {tau:g} (bit savings read here)"}
     assert_legend_data_visible(fig)
     assert f"T = {min(art.run_params()['T'], art.run_params()['T_max'])}" in fig._suptitle.get_text()
     table = savings_table(art).data

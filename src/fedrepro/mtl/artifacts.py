@@ -76,9 +76,10 @@ def _detached(fig):
 
 
 def four_panels(data: pd.DataFrame, configuration: str, *, second: str, second_label: str, title: str,
-                bits: str = "bits_P", edge_label: str = "g_ij on a random edge"):
+                bits: str = "bits_P", edge_label: str = "g_ij on a random edge", tau: float | None = None):
     """(a) relative cost gap vs t; (b) `second` vs t; (c) gap vs cumulative bits (log-log); (d) tracked edge's g.
-    Colour = scheme, solid = sample feedback, dashed = bandit feedback."""
+    Colour = scheme, solid = sample feedback, dashed = bandit feedback; `tau`, the gap the savings are read at,
+    as a dotted line on the gap panels."""
     import matplotlib.pyplot as plt
 
     apply_style()
@@ -99,6 +100,8 @@ def four_panels(data: pd.DataFrame, configuration: str, *, second: str, second_l
         ax.set_yscale(yscale)
         if x != "step":
             ax.set_xscale("log")
+        if tau is not None and y == "gap":
+            ax.axhline(tau, color="k", lw=0.8, ls=":", label=f"τ = {tau:g} (bit savings read here)")
         ax.set_title(ttl, loc="left", fontsize=10)
         ax.set_xlabel(xl)
     axes[0, 0].set_ylabel("(F(x̄) − F*) / (F(x̄⁽¹⁾) − F*)")
@@ -108,8 +111,8 @@ def four_panels(data: pd.DataFrame, configuration: str, *, second: str, second_l
     axes[1, 1].axhline(0.0, color="0.3", lw=0.8)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     order = [labels.index(scheme_label(s, fb)) for fb in ("sample", "bandit") for s in SCHEMES
-             if scheme_label(s, fb) in labels]
-    fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center", ncol=4)
+             if scheme_label(s, fb) in labels] + [i for i, lab in enumerate(labels) if lab.startswith("τ =")]
+    fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center", ncol=5)
     fig.suptitle(title, fontsize=11)
     return fig
 
@@ -117,7 +120,8 @@ def four_panels(data: pd.DataFrame, configuration: str, *, second: str, second_l
 def _four_panel_artifact(art):
     data = _figure_frame(art)
     second, second_label = SECOND[art.name]
-    fig = four_panels(data, art.shown, second=second, second_label=second_label, title=_title(art))
+    fig = four_panels(data, art.shown, second=second, second_label=second_label, title=_title(art),
+                      tau=float(art.run_params()["tau"]))
     art.save_figure(fig)
     return _detached(fig)
 
