@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 COMP_ID = {"none": 0, "scalar": 1, "vector": 2, "topk": 3}
-COMP_LABEL = {"none": "No compression", "scalar": "Scalar", "vector": "Vector", "topk": "Top-k"}
 UNITS = {"mimic": ("MB", 8 * 2**20), "cifar10": ("GB", 8 * 2**30), "modelnet10": ("MB", 8 * 2**20),
          "imagenet100": ("GB", 8 * 2**30)}
 METRIC = {"mimic": "test F1", "cifar10": "test accuracy (%)", "modelnet10": "test accuracy (%)",
@@ -114,7 +113,7 @@ def time_table(runs: pd.DataFrame, target: float, t_cs=(1, 10, 50, 200), t_comp_
 def cost_curves(runs: pd.DataFrame, x_max_bits: float | None = None) -> pd.DataFrame:
     """Seed-mean curves against cumulative cost (paper units); truncated at x_max (the b=2 budget, §4 item 8)."""
     c = curves(runs)
-    unit, per = UNITS[runs["dataset"].iloc[0]]
+    _, per = UNITS[runs["dataset"].iloc[0]]
     c["cost"] = c["bits"] / per
     if x_max_bits is not None:
         c = c[c.bits <= x_max_bits * (1 + 1e-9)]
