@@ -155,8 +155,8 @@ def test_figd8_uses_top5_and_its_claims_evaluate(folder, tmp_path):
     none = runs[runs.compressor == "none"].groupby("epoch").test_top5.mean()
     assert summ[summ.compressor == "none"].max_metric.iloc[0] == pytest.approx(none.max())
     assert summ.target.iloc[0] == pytest.approx(round(0.9 * none.max(), 1))   # relative at every scale
-    assert set(data[data.row == "curve"].panel) == {"(a) b = 2, by epochs", "(b) b = 2, by cost",
-                                                    "(c) vector quantization, by cost"}
+    assert set(data[data.row == "curve"].panel) == {"(a) Plotted by epochs (b = 2)", "(b) Plotted by cost (b = 2)",
+                                                    "(c) Vector quantization"}
     claims = Registry.load(REPO).claims("cvfl", "figd8")
     assert {c["id"] for c in claims} == {"D8-epochs", "D8-cost", "D8-bits"}
     card = evaluate_claims(claims, pd.read_csv(outputs["csv"]), paper="cvfl", artifact="figd8", scale="paper",

@@ -24,6 +24,12 @@ from fedrepro.cvfl.summaries import (
     time_table,
 )
 from fedrepro.plotting import apply_style, bits_color, color, label, markdown_table
+from fedrepro.plotting.paper_values import (
+    column_digits,
+    mean_std,
+    paper_value,
+    stand_in_line,
+)
 
 DATASETS = {"mimic": "MIMIC-III", "cifar10": "CIFAR-10", "modelnet10": "ModelNet10", "imagenet100": "ImageNet-100"}
 
@@ -53,10 +59,6 @@ def target(art, runs: pd.DataFrame, dataset: str) -> float:
     return resolve_target(runs[runs.dataset == dataset], None, min(0.99, float(fraction)))
 
 
-def _fmt_pm(m, s, nd=3):
-    return "–" if not np.isfinite(m) else f"{m:.{nd}f} ± {s:.{nd}f}"
-
-
 def _row_name(compressor, b) -> str:
     return f"{label(compressor)} b={b}"
 
@@ -69,8 +71,72 @@ def _markdown(art, text: str):
 
 
 # ---- tables ----------------------------------------------------------------------------------------------
+# The paper's tables print means ± population stds over 5 runs; ours over the seeds run (n), the cost to target
+# over the seeds that reached it (shown as reached/n; '–' only where none did). Decimals: the artifact's
+# `decimals` parameter, as the paper prints them.
+
+def _sizes(art, experiment: str) -> str:
+    """What one experiment ran, from its run parameters (never typed by hand)."""
+    p = art.run_params(experiment)
+    ds = DATASETS[p["dataset"]]
+    if "runs" in p:      # the Q experiments: one line per (Q, algorithm)
+        qs = sorted({(int(r["Q"]), int(r["alg"]), int(r["epochs"])) for r in p["runs"]})
+        return f"{ds}, M = {p['M']}, B = {p['B']}, " + ", ".join(
+            f"Q = {q} (Alg. {a}) {e} epochs" for q, a, e in qs) + f", {_seeds(p)}"
+    return f"{ds}, M = {p['M']}, Q = {p['Q']}, B = {p['B']}, {p['epochs']} epochs, {_seeds(p)}"
+
+
+def _seeds(p: dict) -> str:
+    n = int(p["n_seeds"])
+    return f"{n} seed" + ("s" if n != 1 else "")
+
+
+def _target_text(art, ds: str, tgt: float) -> str:
+    metric = "F1" if ds == "mimic" else ("top-5 accuracy" if ds == "imagenet100" else "accuracy")
+    pct = "" if ds == "mimic" else "%"
+    paper = (art.params.get("targets") or {}).get(ds)
+    fraction = (art.params.get("target_fraction") or {}).get(art.scale)
+    how = f" ({fraction:g} × no compression's max, A-22)" if fraction is not None else ""
+    return (f"target {metric} = {tgt:g}{pct}{how}"
+            + (f"; the paper's: {paper:g}{pct}" if paper is not None and fraction is not None else ""))
+
+
+def _head(art, experiments, ds: str, tgt: float) -> str:
+    lines = [f"{art.label}: {art.caption}", "",
+             f"Ours ({art.scale} scale): " + "; ".join(_sizes(art, e) for e in experiments)
+             + f"; {_target_text(art, ds, tgt)}."]
+    if art.stand_in:
+        lines += ["", stand_in_line(art.data_status)]
+    return "\n".join(lines) + "\n\n"
+
+
+def _reached(mean, std, reached: int, seeds: int, digits: int) -> str:
+    """A cost or time over the seeds that reached the target, with how many did: '233.1 ± 28.7 (2/2)'."""
+    if reached == 0:
+        return f"– (0/{seeds})"
+    return f"{mean_std(mean, std, reached, digits)} ({reached}/{seeds})"
+
+
+STD_COLUMN = {"max_metric": "max_std"}     # the std beside each mean column of the tables' data
+
+
+def _paper(art, row: dict, column: str, digits: int, unit: str = "") -> str:
+    """The paper's printed 'mean ± std' of `column` for a table row ('–' where the paper prints none)."""
+    claims = art.claims()
+    mean = paper_value(claims, row, column)
+    std = paper_value(claims, row, STD_COLUMN.get(column, column + "_std"))
+    if mean is None:
+        return "–"
+    return mean_std(mean, std, 5 if std is not None else 1, digits, unit)
+
+
+def _ordered(t: pd.DataFrame) -> pd.DataFrame:
+    """The paper's row order: no compression, then b = 2, 3, 4, each scalar, vector, top-k."""
+    return t.assign(_o=(t.b != 32).astype(int)).sort_values(["_o", "b", "comp_id"]).drop(columns="_o")
+
+
 def _compressor_table(art):
-    """Tables 2-4: max metric and cost to target per compressor and b (Q = 10, M = 4)."""
+    """Tables 2-4: max metric and cost to target per compressor and b (Q = 10, M = 4), the paper's beside ours."""
     runs = shown_runs(art)
     ds = runs["dataset"].iloc[0]
     sub = main_runs(runs)
@@ -78,15 +144,22 @@ def _compressor_table(art):
     tgt = target(art, runs, ds)
     t = summary_table(sub, tgt)
     art.write_data(t)
-    nd = 3 if ds == "mimic" else 2
-    shown = pd.DataFrame({
-        "Compressor": [_row_name(c, b) for c, b in zip(t.compressor, t.b)],
-        "Max metric": [_fmt_pm(m, s, nd) for m, s in zip(t.max_metric, t.max_std)],
-        f"Cost ({UNITS[ds][0]}) to target": [_fmt_pm(m, s, 3) for m, s in zip(t.cost, t.cost_std)],
-        "seeds reaching": [f"{r}/{n}" for r, n in zip(t.reached, t.seeds)],
-        "reduction": ["–" if not np.isfinite(r) else f"{r:.1f}%" for r in t.reduction_pct],
-    })
-    return _markdown(art, f"**{art.label}** — target {tgt} ({METRIC[ds]})\n\n" + markdown_table(shown))
+    digits = art.params["decimals"]
+    cost_digits = column_digits(t.cost_reached_mean, digits["cost"])
+    unit, pct = UNITS[ds][0], ("" if ds == "mimic" else "%")
+    metric = "Max F1" if ds == "mimic" else "Max accuracy"
+    rows = []
+    for r in _ordered(t).itertuples():
+        key = {"comp_id": r.comp_id, "b": r.b}
+        rows.append({
+            "Compressor": _row_name(r.compressor, r.b),
+            f"{metric}, ours": mean_std(r.max_metric, r.max_std, r.seeds, digits["metric"], pct),
+            f"{metric}, paper": _paper(art, key, "max_metric", digits["metric"], pct),
+            f"Cost ({unit}) to target, ours (seeds reaching)": _reached(r.cost_reached_mean, r.cost_reached_std,
+                                                                        r.reached, r.seeds, cost_digits),
+            f"Cost ({unit}) to target, paper": _paper(art, key, "cost", digits["cost"]),
+        })
+    return _markdown(art, _head(art, art.experiments, ds, tgt) + markdown_table(pd.DataFrame(rows)))
 
 
 def table2(art):
@@ -110,33 +183,47 @@ def _q_columns(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def tabled1(art):
-    """Table D.1: MIMIC-III cost (MB) to the target for no compression and VQ b = 3 against Q (Q = 1: Alg. 2)."""
+    """Table D.1 as the paper prints it: no compression and VQ b = 3 as rows, Q = 1 (Alg. 2), 10, 25 as columns."""
     runs = shown_runs(art)
     sub = runs[(runs.dataset == "mimic") & (runs.compressor.isin(["none", "vector"])) & (runs.b.isin([32, 3]))]
     sub = _q_columns(sub)
     tgt = target(art, runs, "mimic")
     t = summary_table(sub, tgt)
     art.write_data(t)
-    shown = pd.DataFrame({
-        "Compressor": [_row_name(c, b) for c, b in zip(t.compressor, t.b)], "Q": t.Q, "alg": t.alg,
-        "Cost (MB)": [_fmt_pm(m, s, 3) for m, s in zip(t.cost, t.cost_std)],
-        "seeds reaching": [f"{r}/{n}" for r, n in zip(t.reached, t.seeds)]})
-    return _markdown(art, f"**{art.label}** — cost to target {tgt}\n\n" + markdown_table(shown))
+    paper_digits = art.params["decimals"]["cost"]
+    digits = column_digits(t.cost_reached_mean, paper_digits)
+    rows = []
+    for (comp_id, b), g in _ordered(t).groupby(["comp_id", "b"], sort=False):
+        row = {"Compressor": _row_name(g.compressor.iloc[0], b)}
+        for r in g.sort_values("Q").itertuples():
+            q = f"Q = {r.Q}" + (" (Alg. 2)" if r.alg == 2 else "")
+            row[f"{q}, ours"] = _reached(r.cost_reached_mean, r.cost_reached_std, r.reached, r.seeds, digits)
+            row[f"{q}, paper"] = _paper(art, {"comp_id": comp_id, "b": b, "Q": r.Q}, "cost", paper_digits)
+        rows.append(row)
+    head = _head(art, art.experiments, "mimic", tgt) + "Cost (MB) to target (seeds reaching).\n\n"
+    return _markdown(art, head + markdown_table(pd.DataFrame(rows)))
 
 
 def table5(art):
-    """Table 5: MIMIC-III VQ b = 3, simulated time (s) to the target F1 against Q and the round latency t_c."""
+    """Table 5 as the paper prints it: t_c as rows, Q = 1 (Alg. 2), 10, 25 as columns; simulated seconds."""
     runs = shown_runs(art)
     sub = _q_columns(runs[(runs.dataset == "mimic") & (runs.compressor == "vector") & (runs.b == 3)])
     tgt = target(art, runs, "mimic")
     t = time_table(sub, tgt)
     art.write_data(t)
-    wide = t.assign(cell=[_fmt_pm(m, s, 2) + f" ({r}/{n})"
-                          for m, s, r, n in zip(t.time, t.time_std, t.reached, t.seeds)])
-    wide = wide.pivot(index="t_c", columns="Q", values="cell").reset_index()
-    wide.columns = ["t_c (ms)"] + [f"Q = {q}" for q in wide.columns[1:]]
-    return _markdown(art, f"**{art.label}** — simulated time (s) to target {tgt}, VQ b=3 (seeds reaching)\n\n"
-                     + markdown_table(wide))
+    paper_digits = art.params["decimals"]["time"]
+    digits = column_digits(t.time, paper_digits)
+    rows = []
+    for tc, g in t.groupby("t_c"):
+        row = {"t_c (ms)": f"{tc:g}"}
+        for r in g.sort_values("Q").itertuples():
+            q = f"Q = {r.Q}" + (" (Alg. 2)" if r.alg == 2 else "")
+            row[f"{q}, ours"] = _reached(r.time, r.time_std, r.reached, r.seeds, digits)
+            row[f"{q}, paper"] = _paper(art, {"t_c": tc, "Q": r.Q}, "time", paper_digits)
+        rows.append(row)
+    head = (_head(art, art.experiments, "mimic", tgt)
+            + "Simulated time (s) to target, VQ b = 3, t_comp = 10 ms per local iteration (seeds reaching).\n\n")
+    return _markdown(art, head + markdown_table(pd.DataFrame(rows)))
 
 
 COST_PARTS = {
@@ -199,32 +286,49 @@ def _b2_budget(runs: pd.DataFrame):
 
 
 def _panel(ax, runs: pd.DataFrame, x: str, by: str, x_max_bits=None, title: str = "") -> pd.DataFrame:
-    """One panel: seed-mean curves ± 1 std by epochs or by cost, coloured by compressor or by bit width."""
+    """One panel: seed-mean curves ± 1 std by epochs or by cost, coloured by compressor or by bit width.
+
+    By cost, the axis ends at the b = 2 budget; a curve that runs past it (no compression: 16x the cost per
+    epoch) is drawn to the edge and marked there, so every legend entry is visible."""
     c = cost_curves(runs, x_max_bits) if x == "cost" else curves(runs)
+    x_max = float(c["x_max"].iloc[0]) if x == "cost" and "x_max" in c else None
     for (comp, b), g in c.groupby(["compressor", "b"]):
         line_color = color(comp) if by == "compressor" else bits_color(b)
         xs = g[x if x == "cost" else "epoch"].to_numpy()
-        ax.plot(xs, g["mean"], color=line_color, label=f"{label(comp)} (b={b})")
+        ax.plot(xs, g["mean"], color=line_color, label=f"{label(comp)} (b = {b})", marker="o", ms=2.5)
         ax.fill_between(xs, g["mean"] - g["std"], g["mean"] + g["std"], color=line_color, alpha=0.18, lw=0)
+        if x_max is not None and xs.max() > x_max * (1 + 1e-9):     # leaves the axis: mark where
+            ax.plot([x_max], [np.interp(x_max, xs, g["mean"])], marker=">", ms=6, color=line_color, clip_on=False)
     ds = runs["dataset"].iloc[0]
-    ax.set_xlabel("epochs" if x == "epoch" else f"communication cost ({UNITS[ds][0]}, paper formula)")
+    if x == "cost":
+        from matplotlib.ticker import MaxNLocator, ScalarFormatter
+
+        ax.set_xlim(0, x_max)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        fmt = ScalarFormatter(useMathText=True)
+        fmt.set_powerlimits((-2, 4))          # tiny stand-in costs get a ×10^k offset, not 0.000250.0005…
+        ax.xaxis.set_major_formatter(fmt)
+        ax.set_xlabel(f"communication cost ({UNITS[ds][0]})")
+    else:
+        ax.set_xlabel("epochs")
     ax.set_ylabel(METRIC[ds])
     ax.set_title(title)
-    ax.legend()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)      # below the axes: never over the data
     return c.assign(x_kind=x, panel=title)
 
 
-def _figure(art, panels, ncols: int, summary: pd.DataFrame):
+def _figure(art, panels, ncols: int, summary: pd.DataFrame, experiments=None):
     """Draw the panels (runs, x, by, x_max_bits, title), write the curves + summary rows, save the figure."""
     import matplotlib.pyplot as plt
 
     apply_style()
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.3 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.7 * nrows), squeeze=False)
     data = [_panel(ax, *panel) for ax, panel in zip(axes.ravel(), panels)]
     for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
-    fig.suptitle(art.label)
+    sizes = "\n".join(_sizes(art, e) for e in (experiments or art.experiments))
+    fig.suptitle(f"{art.label} ({art.scale} scale; mean ± 1 std over seeds)\n{sizes}")
     data = pd.concat(data, ignore_index=True)
     art.write_data(pd.concat([data.assign(row="curve"), summary], ignore_index=True))
     art.save_figure(fig)
@@ -248,11 +352,11 @@ def fig3(art):
     runs = shown_runs(art)
     main = main_runs(runs)
     panels, summaries = [], []
-    for ds in ("mimic", "cifar10", "modelnet10"):
+    for k, ds in enumerate(("mimic", "cifar10", "modelnet10")):      # the paper's (a)-(b), (c)-(d), (e)-(f)
         s = main[(main.dataset == ds) & (main.M == 4) & (main.b.isin([2, 32]))]
         if len(s):
-            panels += [(s, "epoch", "compressor", None, f"{DATASETS[ds]}: by epochs, b=2"),
-                       (s, "cost", "compressor", _b2_budget(s), f"{DATASETS[ds]}: by cost, b=2")]
+            panels += [(s, "epoch", "compressor", None, f"({'ace'[k]}) {DATASETS[ds]}, by epochs"),
+                       (s, "cost", "compressor", _b2_budget(s), f"({'bdf'[k]}) {DATASETS[ds]}, by cost")]
         if len(main[main.dataset == ds]):
             summaries.append(_summary(art, runs, s, ds))
     return _figure(art, panels, 2, pd.concat(summaries))
@@ -263,21 +367,24 @@ def fig4(art):
     runs = shown_runs(art)
     main = main_runs(runs)
     s = main[(main.dataset == "modelnet10") & (main.compressor.isin(["none", "vector"]))]
-    panels = [(s[s.M == M], "cost", "b", _b2_budget(s[s.M == M]), f"ModelNet10 VQ, M = {M}") for M in (4, 12)]
+    panels = [(s[s.M == M], "cost", "b", _b2_budget(s[s.M == M]), f"({'ab'[i]}) Parties M = {M}")
+              for i, M in enumerate((4, 12))]
     return _figure(art, panels, 2, _summary(art, runs, s, "modelnet10"))
 
 
 def _by_epochs(art):
     """Figures D.1, D.4: by epochs, one panel per b in {2, 3, 4}, every compressor and no compression."""
     runs, s, ds = _one_dataset(art)
-    panels = [(s[s.b.isin([b, 32])], "epoch", "compressor", None, f"b = {b}") for b in (2, 3, 4)]
+    panels = [(s[s.b.isin([b, 32])], "epoch", "compressor", None, f"({'abc'[i]}) {b} bits per parameter")
+              for i, b in enumerate((2, 3, 4))]
     return _figure(art, panels, 3, _summary(art, runs, s, ds))
 
 
 def _by_cost_per_b(art):
     """Figures D.2, D.5: by cost, one panel per b in {2, 3, 4}."""
     runs, s, ds = _one_dataset(art)
-    panels = [(s[s.b.isin([b, 32])], "cost", "compressor", _b2_budget(s), f"b = {b}") for b in (2, 3, 4)]
+    panels = [(s[s.b.isin([b, 32])], "cost", "compressor", _b2_budget(s), f"({'abc'[i]}) {b} bits per parameter")
+              for i, b in enumerate((2, 3, 4))]
     return _figure(art, panels, 3, _summary(art, runs, s, ds))
 
 
@@ -295,9 +402,9 @@ def _three_panels(art):
     runs, s, ds = _one_dataset(art)
     b2 = s[s.b.isin([2, 32])]
     vq = s[s.compressor.isin(["vector", "none"])]
-    panels = [(b2, "epoch", "compressor", None, "(a) b = 2, by epochs"),
-              (b2, "cost", "compressor", _b2_budget(s), "(b) b = 2, by cost"),
-              (vq, "cost", "b", _b2_budget(s), "(c) vector quantization, by cost")]
+    panels = [(b2, "epoch", "compressor", None, "(a) Plotted by epochs (b = 2)"),
+              (b2, "cost", "compressor", _b2_budget(s), "(b) Plotted by cost (b = 2)"),
+              (vq, "cost", "b", _b2_budget(s), "(c) Vector quantization")]
     return _figure(art, panels, 3, _summary(art, runs, s, ds))
 
 
