@@ -14,14 +14,16 @@ import torch
 
 from fedrepro.comm.conventions import cvfl_epoch_bits, cvfl_round_bits_text
 from fedrepro.cvfl import CvflConfig, CvflTrainer
-from fedrepro.cvfl.artifacts import make_artifact
+from fedrepro.cvfl.artifacts import figd8
 from fedrepro.cvfl.experiments import run_experiment, run_one
 from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches
 from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages
 from fedrepro.data.loaders import load_image_index
 from fedrepro.data.prepare import prepare
 from fedrepro.data.registry import load_registry
+from fedrepro.io import write_csv
 from fedrepro.models.vfl_parties import StackedMLP, StackedResNet18
+from fedrepro.notebook import open_artifact
 from fedrepro.registry import Registry
 from fedrepro.scorecard.evaluate import evaluate_claims
 
@@ -29,8 +31,8 @@ REPO = Path(__file__).resolve().parents[2]
 UNAVAILABLE = {"status": "unavailable", "files": {}, "missing": ["x"],
                "attempts": [{"source": "s", "file": "x", "error": "offline"}]}
 N_TRAIN, N_VAL = 200, 100                       # 100 classes x 2 train / 1 val stand-in images (64x64 PNG)
-SMALL = dict(dataset="imagenet100", B=64, lr=0.2, P=16, party="quick", hidden=8, image_size=16, M=4,
-             eval_train=False, eval_batch=50, workers=0, reshuffle_each_epoch=True)
+SMALL = {"dataset": "imagenet100", "B": 64, "lr": 0.2, "P": 16, "party": "quick", "hidden": 8, "image_size": 16,
+         "M": 4, "eval_train": False, "eval_batch": 50, "workers": 0, "reshuffle_each_epoch": True}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,7 @@ def one_thread():
 
 @pytest.mark.parametrize("comp,b", [("none", 32), ("vector", 2), ("topk", 3)])
 def test_streaming_run_rows_have_top5_and_the_imagenet_cost(folder, comp, b):
-    rows, facts = run_one("imagenet100", folder, SMALL, dict(compressor=comp, b=b, Q=2, M=4, alg=1, epochs=2),
+    rows, facts = run_one("imagenet100", folder, SMALL, {"compressor": comp, "b": b, "Q": 2, "M": 4, "alg": 1, "epochs": 2},
                           seed=707412115)
     n_b = -(-N_TRAIN // 64)
     assert facts["status"] == "stand-in" and facts["N_train"] == N_TRAIN and facts["n_b"] == n_b == 4
@@ -108,14 +110,14 @@ def test_reshuffled_every_epoch_or_one_fixed_order(folder):
         return [[(x, y) for x, y in src] for _ in range(2)]
 
     fixed, moving = two_passes(False), two_passes(True)
-    labels = lambda p: torch.cat([y for _, y in p])                     # noqa: E731
+    labels = lambda p: torch.cat([y for _, y in p])
     assert torch.equal(labels(fixed[0]), labels(fixed[1]))              # same samples in the same order ...
     assert not torch.equal(fixed[0][0][0], fixed[1][0][0])              # ... with fresh crops every epoch
     assert not torch.equal(labels(moving[0]), labels(moving[1]))
     assert sorted(labels(moving[0]).tolist()) == sorted(labels(moving[1]).tolist()) == sorted(ds.labels.tolist())
     assert fixed[0][0][0].shape == (4, 64, 3, 8, 8) and len(fixed[0]) == 4
     # and the runs differ
-    run = dict(compressor="none", b=32, Q=2, M=4, alg=1, epochs=2)
+    run = {"compressor": "none", "b": 32, "Q": 2, "M": 4, "alg": 1, "epochs": 2}
     a, _ = run_one("imagenet100", folder, {**SMALL, "reshuffle_each_epoch": False}, run, seed=16910772)
     b, _ = run_one("imagenet100", folder, SMALL, run, seed=16910772)
     assert a[0] == b[0] and a[1:] != b[1:]                             # same init, different batches
@@ -144,13 +146,17 @@ def test_figd8_uses_top5_and_its_claims_evaluate(folder, tmp_path):
     assert facts["status"] == "stand-in" and set(runs.b) == {2, 3, 32}
     runs = runs.assign(configuration="as-stated")
     outputs = {k: str(tmp_path / f"figd8.{k}") for k in ("csv", "pdf", "png")}
-    _, data = make_artifact("figd8", runs, outputs, target_fraction=None, label="Figure D.8")
+    write_csv(tmp_path / "runs" / "imagenet100" / "as-stated.csv", runs)
+    art = open_artifact("cvfl", "figd8", root=REPO, scale="paper", configuration="as-stated", outputs=outputs,
+                        run_files=[str(tmp_path / "runs" / "imagenet100" / "as-stated.csv")])
+    figd8(art)
+    data = pd.read_csv(outputs["csv"])
     summ = data[data.row == "summary"]
     none = runs[runs.compressor == "none"].groupby("epoch").test_top5.mean()
     assert summ[summ.compressor == "none"].max_metric.iloc[0] == pytest.approx(none.max())
     assert summ.target.iloc[0] == pytest.approx(round(0.9 * none.max(), 1))   # relative at every scale
-    assert set(data[data.row == "curve"].panel) == {"(a) b = 2, by epochs", "(b) b = 2, by cost",
-                                                    "(c) vector quantization, by cost"}
+    assert set(data[data.row == "curve"].panel) == {"(a) Plotted by epochs (b = 2)", "(b) Plotted by cost (b = 2)",
+                                                    "(c) Vector quantization"}
     claims = Registry.load(REPO).claims("cvfl", "figd8")
     assert {c["id"] for c in claims} == {"D8-epochs", "D8-cost", "D8-bits"}
     card = evaluate_claims(claims, pd.read_csv(outputs["csv"]), paper="cvfl", artifact="figd8", scale="paper",

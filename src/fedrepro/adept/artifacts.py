@@ -1,15 +1,18 @@
-"""Artifact data and plots of ADEPT (called by notebooks/adept/*.ipynb): tidy run CSVs -> the artifact CSV."""
+"""Every ADEPT artifact (Figures 2-4, Tables 1-3): one function per artifact taking a `fedrepro.notebook.Artifact`.
+
+`<artifact>(art)` writes the artifact's data CSV (what the claims read) and its Markdown table or PDF + PNG, and
+returns the `Markdown` table or the matplotlib Figure.  The `*_data` functions turn the tidy run CSVs into that
+data frame; the `_plot_*` functions draw it.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from fedrepro.plotting import apply_style, color, label, markdown_table
+
 DATASET_ID = {"mnist": 0, "fashion_mnist": 1, "cifar10": 2}
-DATASET_LABEL = {"mnist": "MNIST", "fashion_mnist": "F. MNIST", "cifar10": "CIFAR-10"}
-METHOD_LABEL = {"adept": "ADEPT", "local": "Local training", "global": "Global training", "global_training": "Global training", "fedavg": "FedAvg",
-                "baseline": "Baseline", "fedavg_ft": "FedAvg+fine-tuning", "local_closed": "Local (closed form)",
-                "global_closed": "Global (closed form)"}
 
 
 def fig2_data(runs: pd.DataFrame) -> pd.DataFrame:
@@ -29,22 +32,23 @@ def fig2_data(runs: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns=lambda c: c.replace("global", "global_training"))
 
 
-def plot_fig2(data: pd.DataFrame, configuration: str, title: str):
+def _plot_fig2(data: pd.DataFrame, configuration: str, title: str):
     import matplotlib.pyplot as plt
+
     d = data[data.configuration == configuration].sort_values("sigma_star")
     x = d["sigma_star"].to_numpy()
     xpos = np.where(x > 0, x, (x[x > 0].min() / 3 if (x > 0).any() else 1e-3))
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [2, 1]})
     for m, mk in (("adept", "o"), ("local", "s"), ("global_training", "^")):
-        ax.errorbar(xpos, d[m], yerr=d[m + "_std"], marker=mk, capsize=3, label=METHOD_LABEL[m] if m != "adept" else "ADEPT-PCA")
+        ax.errorbar(xpos, d[m], yerr=d[m + "_std"], marker=mk, capsize=3, color=color(m),
+                    label=label(m) if m != "adept" else "ADEPT-PCA")
     ax.set(xscale="log", yscale="log", xlabel="true heterogeneity σ* (leftmost point: σ* = 0)",
            ylabel="reconstruction error / true model's", title=title)
     ax.legend()
-    ax2.plot(xpos, d["sigma_learned"], "o-", color="C0")
+    ax2.plot(xpos, d["sigma_learned"], "o-", color=color("adept"))
     ax2.plot(xpos, xpos, ":", color="grey", label="σ = σ*")
     ax2.set(xscale="log", yscale="log", xlabel="σ*", ylabel="learned σ (ADEPT-PCA)", title="learned σ")
     ax2.legend()
-    fig.tight_layout()
     return fig
 
 
@@ -130,15 +134,16 @@ def fig3_data(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([summ, px], ignore_index=True)
 
 
-def plot_fig3(data: pd.DataFrame, configuration: str, title: str):
+def _plot_fig3(data: pd.DataFrame, configuration: str, title: str):
     import matplotlib.pyplot as plt
+
     px = data[(data.row == "pixel") & (data.configuration == configuration)]
     summ = data[(data.row == "summary") & (data.configuration == configuration)].iloc[0]
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.8))
     for ax, m in zip(axes, DGM_METHODS):
         g = px[px.method == m].sort_values(["sample", "pixel"])
         n = int(g["sample"].max()) + 1
-        side = int(round(np.sqrt(g["pixel"].max() + 1)))
+        side = round(np.sqrt(g["pixel"].max() + 1))
         imgs = g["value"].to_numpy().reshape(n, side, side)
         k = int(np.ceil(np.sqrt(n)))
         grid = np.ones((k * (side + 1), k * (side + 1)))
@@ -146,10 +151,10 @@ def plot_fig3(data: pd.DataFrame, configuration: str, title: str):
             r, c = divmod(s, k)
             grid[r * (side + 1): r * (side + 1) + side, c * (side + 1): c * (side + 1) + side] = imgs[s]
         ax.imshow(grid, cmap="gray", vmin=0, vmax=1)
-        ax.set_title(f"{METHOD_LABEL[m]}\nnoise σ̂ = {summ[f'noise_grid_{m}']:.3f}", fontsize=10)
+        ax.set_title(f"{label(m)}\nnoise σ̂ = {summ[f'noise_grid_{m}']:.3f}")
         ax.axis("off")
-    fig.tight_layout()
-    fig.suptitle(title, y=1.06)
+        ax.grid(False)
+    fig.suptitle(title)
     return fig
 
 
@@ -167,15 +172,98 @@ def fig4_data(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([summ, k], ignore_index=True)
 
 
-def plot_fig4(data: pd.DataFrame, configuration: str, title: str):
+def _plot_fig4(data: pd.DataFrame, configuration: str, title: str):
     import matplotlib.pyplot as plt
     import seaborn as sns
+
     d = data[(data.row == "client") & (data.configuration == configuration)].copy()
-    d["method"] = d["method"].map(METHOD_LABEL)
+    d["method"] = d["method"].map(label)
     fig, ax = plt.subplots(figsize=(6, 4))
-    sns.violinplot(data=d, x="method", y="kid", order=[METHOD_LABEL[m] for m in DGM_METHODS], cut=0, ax=ax)
+    sns.violinplot(data=d, x="method", y="kid", hue="method", order=[label(m) for m in DGM_METHODS], cut=0, ax=ax,
+                   palette={label(m): color(m) for m in DGM_METHODS}, legend=False)
     ext = d["feature_extractor"].iloc[0] if len(d) else ""
     ax.set(xlabel="", ylabel="per-client KID (lower is better)", title=title)
     ax.text(0.01, -0.16, f"features: {ext}", transform=ax.transAxes, fontsize=8)
-    fig.tight_layout()
     return fig
+
+
+# ---- the artifacts ---------------------------------------------------------------------------------------
+def _markdown(art, text: str):
+    from IPython.display import Markdown
+
+    art.write_markdown(text)
+    return Markdown(text)
+
+
+def _figure(art, fig):
+    art.save_figure(fig)
+    return fig
+
+
+def _energy_table(art, data: pd.DataFrame, methods, columns, note: str = ""):
+    """Tables 1-2: energy captured %, mean ± std over runs, of the configuration shown."""
+    t = fmt_pm(data[data.configuration == art.shown], methods)
+    md = markdown_table(t[columns]) + note
+    return _markdown(art, f"{art.label}: {art.caption}\n\n" + md)
+
+
+def fig2(art):
+    """Figure 2: ADEPT-PCA vs local and global training against σ*, and the learned σ."""
+    data = fig2_data(art.runs)
+    art.write_data(data)
+    apply_style()
+    return _figure(art, _plot_fig2(data, art.shown, f"{art.label} — scale {art.scale}"))
+
+
+def table1(art):
+    """Table 1: ADEPT-AE on synthetic data, energy captured % per heterogeneity level."""
+    data = table1_data(art.runs)
+    art.write_data(data)
+    return _energy_table(art, data, ["baseline", "adept", "global_training", "local"],
+                         ["snr_db", "sigma_star", "baseline", "adept", "global_training", "local", "n_runs"])
+
+
+def _table2(art):
+    data = table2_data(art.runs)
+    art.write_data(data)
+    note = "\n\n**STAND-IN DATA** (not CIFAR-10)." if art.stand_in else ""
+    return _energy_table(art, data, ["baseline", "adept", "fedavg", "local"],
+                         ["dataset", "latent", "latent_dim", "baseline", "adept", "fedavg", "local", "n_runs"], note)
+
+
+def table2(art):
+    """Table 2, MNIST and Fashion-MNIST rows: ADEPT-AE vs FedAvg, local and the Baseline."""
+    return _table2(art)
+
+
+def table2_cifar10(art):
+    """Table 2, CIFAR-10 rows (a separate artifact: the CIFAR-10 stand-in marks only these)."""
+    return _table2(art)
+
+
+def table3(art):
+    """Table 3: ADEPT-DGM on MNIST, FID and KID per regime."""
+    data = table3_data(art.runs)
+    art.write_data(data)
+    t = data[data.configuration == art.shown].copy()
+    for met, digits in (("fid", 2), ("kid", 4)):
+        for m in DGM_METHODS:
+            t[f"{met}_{m}"] = [f"{a:.{digits}f} ± {b:.{digits}f}" for a, b in zip(t[f"{met}_{m}"], t[f"{met}_{m}_std"])]
+    cols = ["regime"] + [f"{met}_{m}" for met in ("fid", "kid") for m in DGM_METHODS] + ["feature_extractor", "n_runs"]
+    return _markdown(art, f"{art.label}: {art.caption}\n\n" + markdown_table(t[cols]))
+
+
+def fig3(art):
+    """Figure 3: the class-0 client's samples per method, with their noise estimates."""
+    data = fig3_data(art.runs)
+    art.write_data(data)
+    apply_style()
+    return _figure(art, _plot_fig3(data, art.shown, f"{art.label} — scale {art.scale}"))
+
+
+def fig4(art):
+    """Figure 4: per-client KID violins (High-sample setting)."""
+    data = fig4_data(art.runs)
+    art.write_data(data)
+    apply_style()
+    return _figure(art, _plot_fig4(data, art.shown, f"{art.label} — scale {art.scale}"))

@@ -34,6 +34,8 @@ from fedrepro.cvfl import simulator, summaries
 
 UNIT_BITS = {"MB": MIB_BITS, "GB": GIB_BITS}  # MB = 2^20 bytes, GB = 2^30 bytes (cvfl.md §3.5)
 COMP_NAME = {v: k for k, v in summaries.COMP_ID.items()}
+# How a cell of the paper's tables is named in the cost-check rows (column `label`): "Scalar b=2, Q=10", ...
+CELL_NAME = {"none": "No compression", "scalar": "Scalar", "vector": "Vector", "topk": "Top-k"}
 COLUMNS = ["part", "label", "source", "setup", "M", "alg", "comp_id", "compressor", "b", "Q", "t_c", "unit",
            "decimals", "resolution", "runs", "grid", "per_unit", "derived", "formula", "paper", "abs_err", "rel_err",
            "implied", "implied_lo", "implied_hi", "on_grid", "from_paper_times"]
@@ -80,7 +82,7 @@ def _row(part, label, source, setup_name, setup, *, per_unit, derived, paper, de
 
 
 def _cell_label(comp_id, b, Q=None, alg=None) -> str:
-    name = summaries.COMP_LABEL[COMP_NAME[int(comp_id)]]
+    name = CELL_NAME[COMP_NAME[int(comp_id)]]
     out = f"{name} b={int(b)}"
     if Q is not None:
         out += f", Q={int(Q)}" + (" (Alg. 2)" if alg == 2 else "")
@@ -140,10 +142,10 @@ def time_rows(params: dict, claims: dict) -> list[dict]:
     epochs = {int(Q): (float(e), int(r)) for Q, e, r in t["epochs"]}
     rounds = {Q: n_b * e for Q, (e, _) in epochs.items()}
     per_round = {key: float(summaries.simulated_time_s(1, key[1], key[0], t_comp)) for key in means}
-    vq3 = dict(comp_id=2, compressor="vector", b=3)   # Table 5 is VQ b = 3; Q = 1 is Algorithm 2
+    vq3 = {"comp_id": 2, "compressor": "vector", "b": 3}   # Table 5 is VQ b = 3; Q = 1 is Algorithm 2
     rows = []
     for (tc, Q), paper in sorted(means.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        e, runs = epochs[int(Q)]
+        _, runs = epochs[int(Q)]
         rows.append(_row("table5_time", f"Q={int(Q)}, t_c={tc:g} ms", source, t["setup"], setup,
                          per_unit=per_round[(tc, Q)], derived=rounds[int(Q)], paper=paper, decimals=t["decimals"],
                          runs=runs, grid=n_b / runs, unit="s", alg=2 if Q == 1 else 1, Q=int(Q), t_c=tc, **vq3))

@@ -27,21 +27,27 @@ LABELS = {
     "cutemaxvar_q5": "CuteMaxVar (q = 5)",
     # adept methods
     "adept": "ADEPT", "baseline": "Baseline", "global_training": "Global training", "local": "Local training",
+    "fedavg": "FedAvg", "fedavg_ft": "FedAvg + fine-tuning", "local_closed": "Local (closed form)",
+    "global_closed": "Global (closed form)",
 }
 
 COLORS = {
     "squarm": "#d55e00", "squarm_noet": "#fbafe4", "choco_sign": "#0173b2", "choco_topk": "#029e73",
     "vanilla": "#949494",
     "sign": "#de8f05", "topk": "#029e73", "sign_topk": "#cc78bc",
-    "none": "#000000", "scalar": "#0173b2", "vector": "#029e73",
+    "none": "#000000", "scalar": "#0173b2", "vector": "#d55e00",
     "altmaxvar": "#0173b2", "cutemaxvar": "#de8f05", "mvlsa": "#949494",
     # gcca compression levels: q = 3 (the paper's choice) keeps CuteMaxVar's own colour
     "cutemaxvar_q2": "#cc78bc", "cutemaxvar_q3": "#de8f05", "cutemaxvar_q4": "#029e73", "cutemaxvar_q5": "#d55e00",
     "adept": "#d55e00", "baseline": "#000000", "global_training": "#0173b2", "local": "#029e73",
+    "fedavg": "#0173b2", "fedavg_ft": "#0173b2", "local_closed": "#029e73", "global_closed": "#0173b2",
 }
 
+# Bit widths per embedding component (C-VFL's panels by b): b = 32 is no compression, drawn as `none` is.
+BITS_COLORS = {2: "#029e73", 3: "#de8f05", 4: "#cc78bc", 32: COLORS["none"]}
+
 # Aliases: the names some runs use for the same thing.
-ALIASES = {"vanilla_dec": "vanilla", "no_compression": "none"}
+ALIASES = {"vanilla_dec": "vanilla", "no_compression": "none", "global": "global_training"}
 
 
 def _key(name) -> str:
@@ -61,6 +67,14 @@ def color(name) -> str:
         return COLORS[key]
     digest = int(hashlib.sha256(key.encode()).hexdigest(), 16)
     return PALETTE[digest % len(PALETTE)]
+
+
+def bits_color(b) -> str:
+    """The colour of a bit width b; a width the table does not know gets a palette colour fixed by its value."""
+    try:
+        return BITS_COLORS[int(b)]
+    except (KeyError, TypeError, ValueError):
+        return color(f"bits={b}")
 
 
 def register(name: str, *, label_text: str | None = None, color_hex: str | None = None) -> None:

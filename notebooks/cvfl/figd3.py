@@ -1,0 +1,34 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Figure D.3: MIMIC-III test F1 by communication cost, panels by compressor
+#
+# The paper: within each compressor, fewer bits reach a given F1 at lower cost.
+#
+# C-VFL (Castiglia et al., ICML 2022); spec `shared/specs/cvfl.md`, decisions `docs/cvfl.md`. Costs use the
+# paper's formula (cvfl.md §3.5). Targets are the paper's at paper scale; at quick and smoke scale (stand-in data)
+# they are relative (A-22), a fraction of the uncompressed runs' max: both from the registry's `parameters:` of
+# this artifact.
+
+# %% tags=["parameters"]
+root = None  # repository root; None: searched upwards from the working directory
+scale = "quick"
+configuration = "as-stated"
+run_files = None  # None: the artifact's runs under results/<scale>/cvfl/runs/
+outputs = None  # None: a scratch folder under results/<scale>/cvfl/scratch/
+
+# %%
+from fedrepro.cvfl.artifacts import figd3
+from fedrepro.notebook import open_artifact
+
+art = open_artifact("cvfl", "figd3", root=root, scale=scale, configuration=configuration,
+                    run_files=run_files, outputs=outputs)
+figd3(art)

@@ -1,0 +1,35 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Figure D.5: ModelNet10 test accuracy by communication cost, panels b = 2, 3, 4
+#
+# The paper: every compressor reaches higher accuracy at lower cost than no compression; scalar quantization is
+# the worst.
+#
+# C-VFL (Castiglia et al., ICML 2022); spec `shared/specs/cvfl.md`, decisions `docs/cvfl.md`. Costs use the
+# paper's formula (cvfl.md §3.5). Targets are the paper's at paper scale; at quick and smoke scale (stand-in data)
+# they are relative (A-22), a fraction of the uncompressed runs' max: both from the registry's `parameters:` of
+# this artifact.
+
+# %% tags=["parameters"]
+root = None  # repository root; None: searched upwards from the working directory
+scale = "quick"
+configuration = "as-stated"
+run_files = None  # None: the artifact's runs under results/<scale>/cvfl/runs/
+outputs = None  # None: a scratch folder under results/<scale>/cvfl/scratch/
+
+# %%
+from fedrepro.cvfl.artifacts import figd5
+from fedrepro.notebook import open_artifact
+
+art = open_artifact("cvfl", "figd5", root=root, scale=scale, configuration=configuration,
+                    run_files=run_files, outputs=outputs)
+figd5(art)
