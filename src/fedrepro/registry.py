@@ -107,9 +107,8 @@ class Registry:
 
     def notebook(self, paper: str, artifact: str) -> str:
         """The artifact's notebook: always notebooks/<paper>/<artifact>.py (jupytext percent format)."""
-        entry = self.artifact(paper, artifact)
-        path = f"notebooks/{paper}/{artifact}.py"
-        return path if (self.root / path).exists() or "notebook" not in entry else entry["notebook"]
+        self.artifact(paper, artifact)
+        return f"notebooks/{paper}/{artifact}.py"
 
     def artifact_data(self, paper: str, artifact: str, scale: str) -> str:
         """The CSV every artifact writes beside itself: the numbers shown, which claims are computed from."""
@@ -185,7 +184,7 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
                                       f"allowed: {', '.join(e['configurations'])}")
     for name, a in reg["artifacts"].items():
         notebook = f"notebooks/{reg['paper']}/{name}.py"
-        if not (root / notebook).exists() and not (root / a.get("notebook", notebook)).exists():
+        if not (root / notebook).exists():
             raise ConfigError(f"{where}: artifact {name} has no notebook {notebook}; write one (see docs/architecture.md, "
                               f"'Notebooks')")
         for exp in a["experiments"]:
