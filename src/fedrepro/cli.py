@@ -46,7 +46,7 @@ def cmd_audit(args) -> int:
         print(f"{what}: not built yet ({', '.join(missing)}); run `snakemake --cores 2 "
               f"{args.target.split(':')[0]}` with --config scale={scale}", file=sys.stderr)
         return 2
-    report = audit_paths(files, root)
+    report = audit_paths(files, root, scale=scale)
     print(f"Audit of {what}")
     print("\n".join(report.lines))
     for note in report.notes:
@@ -54,9 +54,12 @@ def cmd_audit(args) -> int:
     if report.ok:
         print(f"OK: {report.files_checked} files re-hashed, the chain matches every sidecar.")
         return 0
-    print(f"DRIFT: {len(report.drift)} problem(s):", file=sys.stderr)
+    print(f"DRIFT: {len(report.drift)} file(s) cannot be trusted:", file=sys.stderr)
     for d in report.drift:
         print(f"  - {d}", file=sys.stderr)
+    print("Repair (rebuilds the drifted files and everything built on them):", file=sys.stderr)
+    for line in report.repair:
+        print(f"  {line}", file=sys.stderr)
     return 1
 
 

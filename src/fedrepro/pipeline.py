@@ -15,6 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from fedrepro.provenance.sidecar import now_iso, write_sidecars
+from fedrepro.provenance.verify import verify_inputs
 from fedrepro.runtime import choose_device, device_description, limit_threads
 
 
@@ -38,8 +39,12 @@ class RuleRun:
 
 
 @contextlib.contextmanager
-def rule_run(sm, use_torch_device: bool = False):
-    """Redirect output to the rule's log, cap threads, pick the device; yields a RuleRun."""
+def rule_run(sm, use_torch_device: bool = False, inputs=None):
+    """Redirect output to the rule's log, cap threads, pick the device; yields a RuleRun.
+
+    `inputs` (e.g. ``sm.input``): checked with `verify_inputs` first, so a job never reads a file whose bytes
+    changed since its sidecar was written (the error names the file, both hashes and the rebuild command).
+    """
     log_path = Path(sm.log[0]) if len(sm.log) else None
     stream = open(log_path, "w") if log_path else None
     old_out, old_err = sys.stdout, sys.stderr
@@ -47,6 +52,8 @@ def rule_run(sm, use_torch_device: bool = False):
         sys.stdout = sys.stderr = stream
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     try:
+        if inputs is not None:
+            verify_inputs(inputs)
         limit_threads(sm.threads)
         run = RuleRun(sm)
         if use_torch_device:
