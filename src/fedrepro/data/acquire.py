@@ -242,28 +242,36 @@ def _acquire_local(ds: Dataset, dest: Path, credentials: dict) -> dict:
             "files": files, "missing": missing, "attempts": attempts}
 
 
-def credential_message(ds: Dataset, folder: Path | None, absent=None) -> str:
+def credential_message(ds: Dataset, folder: Path | None, absent=None, *, scale: str | None = None,
+                       root: str | Path = ".") -> str:
+    from fedrepro.config import setting_advice
+
     cred = ds.credential
     key = f"data.credentials.{cred['key']}"
     if folder is None:
         head = f"{ds.name} is credentialed and {key} is not set."
     else:
         head = f"{ds.name}: {key} = {folder} lacks {', '.join(absent or [])}."
-    return (f"{head} Obtain {cred['obtain']}. Then set {key} in config/config.yaml "
-            f"to {cred['folder']}.")
+    return (f"{head} Obtain {cred['obtain']}. Then {setting_advice(key, '/path/to/folder', scale=scale, root=root)}, "
+            f"where /path/to/folder is {cred['folder']}.")
 
 
-def unavailable_message(ds: Dataset, manifest: dict) -> str:
-    """The error text for data.on_missing: error: every attempt, then what to do."""
+def unavailable_message(ds: Dataset, manifest: dict, *, scale: str | None = None, root: str | Path = ".") -> str:
+    """The error text for data.on_missing: error: every attempt, then what to do.
+
+    The advice works at `scale` (the command line beats config/scales/paper.yaml, which sets on_missing: error;
+    config/config.yaml does not)."""
+    from fedrepro.config import setting_advice
+
     lines = [f"dataset {ds.name!r} ({ds.entry['title']}) is not available and data.on_missing is 'error'."]
     for a in manifest.get("attempts", []):
         lines.append(f"  - {a['source']} [{a['file']}]: {a['error']}")
     if ds.credential:
         lines.append("What to do: " + credential_message(ds, None if not manifest.get("location") else Path(manifest["location"]),
-                                                        manifest.get("missing")))
+                                                        manifest.get("missing"), scale=scale, root=root))
     else:
         lines.append(f"What to do: run with access to one of the sources above, or put the files "
                      f"{', '.join(manifest.get('missing', []))} into results/downloads/{ds.name}/ (they are verified "
-                     f"against config/datasets.yaml), or set data.on_missing: standin in config/config.yaml to use "
-                     f"the declared stand-in ({ds.standin['generator']}).")
+                     f"against config/datasets.yaml). To use the declared stand-in ({ds.standin['generator']}) "
+                     f"instead, {setting_advice('data.on_missing', 'standin', scale=scale, root=root)}.")
     return "\n".join(lines)

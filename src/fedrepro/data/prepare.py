@@ -189,7 +189,8 @@ def recheck_raw_files(manifest: dict, downloads_dir: str | Path | None = None) -
 
 
 def prepare(ds: Dataset, manifest: dict, out_dir: str | Path, *, on_missing: str = "standin",
-            downloads_dir: str | Path | None = None, policy: HttpPolicy = HttpPolicy()) -> Prepared:
+            downloads_dir: str | Path | None = None, policy: HttpPolicy = HttpPolicy(),
+            scale: str | None = None) -> Prepared:
     """Write results/data/<dataset>/<output>: real data when the manifest says so, else the stand-in
     (data.on_missing: standin) or a DataUnavailable error naming what to do (data.on_missing: error)."""
     out_dir = Path(out_dir)
@@ -203,7 +204,7 @@ def prepare(ds: Dataset, manifest: dict, out_dir: str | Path, *, on_missing: str
         arrays = prepare_real(ds, manifest, out_dir)
         status, extra = REAL, {"source": sorted({r["source"] for r in manifest["files"].values()})}
     elif on_missing == "error":
-        raise DataUnavailable(unavailable_message(ds, manifest))
+        raise DataUnavailable(unavailable_message(ds, manifest, scale=scale))
     else:
         log.warning("%s: no verified real data (%d failed attempts); using the declared stand-in %s",
                     ds.name, len(manifest.get("attempts", [])), ds.standin["generator"])
