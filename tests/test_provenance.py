@@ -181,3 +181,20 @@ def test_cli_audit_ends_with_the_repair_command(chain, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].strip() == ("snakemake --cores 1 --config scale=quick results/quick/p/claims/f.csv "
                                "--forcerun p_e_run")
+
+
+def test_cli_advice_for_an_unbuilt_artifact_builds_it(workdir):
+    """`audit` of an artifact not built yet (here: one not built at the quick scale) prints a command; a dry run
+    of exactly that command resolves."""
+    import re
+    import shlex
+
+    env = {**os.environ, "PYTHONPATH": str(workdir / "src")}
+    proc = subprocess.run([sys.executable, "-m", "fedrepro", "audit", "thesis:fig3.1", "--scale", "quick"],
+                          cwd=workdir, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2 and "built only at scale(s) smoke, paper" in proc.stderr, proc.stderr
+    command = shlex.split(re.search(r"run `([^`]*)`", proc.stderr).group(1))
+    assert command[0] == "snakemake"
+    dry = subprocess.run([sys.executable, "-m", *command, "-n"], cwd=workdir, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert dry.returncode == 0 and "thesis_fig3_1" in dry.stdout + dry.stderr, dry.stderr[-2000:]
