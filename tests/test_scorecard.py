@@ -1,8 +1,12 @@
 """Verdict logic on hand-made tables."""
 
 import pandas as pd
+import pytest
 
+from fedrepro.config import ConfigError
 from fedrepro.scorecard import evaluate_claims
+from fedrepro.scorecard.expressions import (ClaimExpressionError, ClaimExpressionProblems, compile_expression,
+                                            validate_claim_expressions)
 
 DATA = pd.DataFrame({"configuration": ["a", "a", "b", "b"], "n": [1, 2, 1, 2], "x": [10.0, 5.0, 20.0, 4.0],
                      "y": [1.0, 1.0, 30.0, 1.0]})
@@ -55,12 +59,6 @@ def test_value_claim_with_qualitative_fallback():
 
 
 # ---- claim expressions are checked against an allow-list before anything runs ----------------------------
-import pytest  # noqa: E402
-
-from fedrepro.config import ConfigError  # noqa: E402
-from fedrepro.scorecard.expressions import (ClaimExpressionError, ClaimExpressionProblems,  # noqa: E402
-                                            compile_expression, validate_claim_expressions)
-
 ESCAPES = {
     "subclasses": ("expr", "().__class__.__base__.__subclasses__()"),
     "pandas_query_at": ("where", "@pd.io.common.os.system('touch {marker}')"),

@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from fedrepro.scorecard.expressions import (HELPERS as EXPR_HELPERS, claim_source, compile_expression,
-                                            require_columns)
+from fedrepro.scorecard.expressions import HELPERS as EXPR_HELPERS  # noqa: F401  (the former name)
+from fedrepro.scorecard.expressions import claim_source, compile_expression, require_columns
 
 VERDICTS = ("reproduced", "reproduced-qualitatively", "not-reproduced", "not-comparable", "not-run")
 COLUMNS = ["paper", "claim", "artifact", "statement", "paper_value", "our_value", "verdict", "configuration",
