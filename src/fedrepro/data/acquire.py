@@ -228,6 +228,9 @@ def _acquire_local(ds: Dataset, dest: Path, credentials: dict) -> dict:
             except ChecksumMismatch as exc:
                 attempts.append({"source": "user-folder", "file": name, "error": str(exc)})
                 continue
+            if not has_checksum(exp) and (why := format_problem(path, name)) is not None:
+                attempts.append({"source": "user-folder", "file": name, "error": f"{path}: {why}"})
+                continue
             cache[path.as_posix()] = {"stamp": stamp, "info": info}
         if not has_checksum(exp):
             pins[name] = info["sha256"]
