@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -60,7 +61,7 @@ def test_verify_inputs_names_file_hashes_and_rebuild_command(chain):
         verify_inputs([["results/quick/p/runs/e/a.csv", "results/quick/p/runs/e/b.csv"]])  # nested, like sm.input
     msg = str(err.value)
     assert recorded in msg and sha256_file(run_csv) in msg and "b.csv" not in msg
-    assert "snakemake --cores 1 --forcerun p_e_run results/quick/p/runs/e/a.csv" in msg
+    assert "snakemake --cores 1 results/quick/p/runs/e/a.csv --forcerun p_e_run" in msg
     assert "delete results/quick/p/runs/e/a.csv" in msg
 
 
@@ -83,36 +84,70 @@ def test_rule_run_checks_its_inputs_before_the_job_body(chain, tmp_path):
 SNAKEFILE = """
 from fedrepro.provenance import write_sidecars
 
+rule all:                       # the default target: a repair command must not fall back to it
+    input: "results/other.txt"
+
+rule make_other:
+    output: "results/other.txt"
+    shell: "echo other > {output}"
+
 rule make_run:
     output: "results/quick/p/runs/e/a.csv"
     run:
         open(output[0], "w").write("x\\n1\\n")
         write_sidecars(output, rule="make_run")
+
+rule make_figure:
+    input: "results/quick/p/runs/e/a.csv"
+    output: "results/quick/p/figures/f.csv"
+    run:
+        open(output[0], "w").write(open(input[0]).read() + "2\\n")
+        write_sidecars(output, rule="make_figure", inputs=input)
 """
 
 
-def test_the_printed_rebuild_command_repairs_the_file(tmp_path):
-    """Apply the advice of the error message literally (Snakemake in a scratch workflow)."""
+@pytest.fixture
+def scratch_workflow(tmp_path):
+    """A two-rule workflow in tmp_path, built; `run(args)` calls Snakemake there with this checkout's library."""
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    snakemake = [sys.executable, "-m", "snakemake"]
 
     def run(args):
-        return subprocess.run(snakemake + args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
 
-    assert run(["--cores", "1", "results/quick/p/runs/e/a.csv"]).returncode == 0
-    target = tmp_path / "results/quick/p/runs/e/a.csv"
+    assert run(["--cores", "1", "results/quick/p/figures/f.csv"]).returncode == 0
+    return tmp_path, run
+
+
+def test_the_printed_rebuild_command_repairs_the_file(scratch_workflow):
+    """Apply the advice of the error message literally."""
+    wd, run = scratch_workflow
+    target = wd / "results/quick/p/runs/e/a.csv"
     target.write_text("x\n7\n")
-    assert "Nothing to be done" in run(["--cores", "1", "results/quick/p/runs/e/a.csv"]).stdout + \
-        run(["--cores", "1", "results/quick/p/runs/e/a.csv"]).stderr     # why the check is needed
+    again = run(["--cores", "1", "results/quick/p/runs/e/a.csv"])
+    assert "Nothing to be done" in again.stdout + again.stderr       # why the check is needed
     with pytest.raises(InputDrift) as err:
-        verify_inputs(["results/quick/p/runs/e/a.csv"], root=tmp_path)
-    command = str(err.value).split("`")[1]
-    assert command.startswith("snakemake ")
-    proc = run(command.split()[1:])
+        verify_inputs(["results/quick/p/runs/e/a.csv"], root=wd)
+    command = shlex.split(str(err.value).split("`")[1])
+    assert command[0] == "snakemake"
+    proc = run(command[1:])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert target.read_text() == "x\n1\n"
-    verify_inputs(["results/quick/p/runs/e/a.csv"], root=tmp_path)
+    assert not (wd / "results/other.txt").exists()                   # only what was asked for was built
+    verify_inputs(["results/quick/p/runs/e/a.csv"], root=wd)
+
+
+def test_the_audit_repair_command_rebuilds_the_chain(scratch_workflow):
+    wd, run = scratch_workflow
+    (wd / "results/quick/p/runs/e/a.csv").write_text("x\n7\n")
+    report = audit_paths(["results/quick/p/figures/f.csv"], root=wd, scale="quick")
+    assert not report.ok and len(report.repair) == 1
+    proc = run(shlex.split(report.repair[0])[1:])                   # literally what audit printed
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (wd / "results/quick/p/figures/f.csv").read_text() == "x\n1\n2\n"
+    assert not (wd / "results/other.txt").exists()
+    assert audit_paths(["results/quick/p/figures/f.csv"], root=wd).ok
 
 
 # ---- audit -----------------------------------------------------------------------------------------
@@ -135,8 +170,8 @@ def test_audit_reports_a_drift_once_and_marks_both_directions(chain):
     for below in ("results/downloads/toy/manifest.json", "results/downloads/toy/labels.bin"):
         assert marks[below] == "⚠", below                       # its inputs
     assert sum("! " in line for line in report.lines) == 1       # once, though two runs recorded it
-    assert report.repair == ["snakemake --cores 1 --config scale=quick results/quick/p/figures/f.csv "
-                             "results/quick/p/claims/f.csv --forcerun data_prepare"]
+    assert report.repair == ["snakemake --cores 1 results/quick/p/figures/f.csv results/quick/p/claims/f.csv "
+                             "--forcerun data_prepare --config scale=quick"]
 
 
 def test_audit_fails_on_a_generated_file_whose_sidecar_was_deleted(chain):
@@ -179,8 +214,8 @@ def test_cli_audit_ends_with_the_repair_command(chain, capsys, monkeypatch):
     Path("results/quick/p/runs/e/b.csv").write_text("tampered\n")
     assert cli.main(["audit", "results/quick/p/claims/f.csv", "--scale", "quick"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].strip() == ("snakemake --cores 1 --config scale=quick results/quick/p/claims/f.csv "
-                               "--forcerun p_e_run")
+    assert err[-1].strip() == ("snakemake --cores 1 results/quick/p/claims/f.csv --forcerun p_e_run "
+                               "--config scale=quick")
 
 
 def test_cli_advice_for_an_unbuilt_artifact_builds_it(workdir):

@@ -156,7 +156,7 @@ def recheck_raw_files(manifest: dict, downloads_dir: str | Path | None = None) -
     verification (verified-local.json), and re-hashed only when no stamp is there.
     """
     fetched = manifest.get("dataset", "?")
-    repair = (f"run `snakemake --cores 1 --forcerun data_fetch results/downloads/{fetched}/manifest.json` (it "
+    repair = (f"run `snakemake --cores 1 results/downloads/{fetched}/manifest.json --forcerun data_fetch` (it "
               f"re-verifies the cached files, removes the changed one and fetches it again), or delete "
               f"results/downloads/{fetched}/ and rerun")
     stamps = {}

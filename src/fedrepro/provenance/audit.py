@@ -125,7 +125,8 @@ def _repair(nodes: dict[str, _Node], drifted: list[str], roots: list[str], scale
     if deletions:
         lines.append(f"rm {' '.join(deletions)}   # generated files of unknown origin")
     force = f" --forcerun {' '.join(rules)}" if rules else ""
-    lines.append(f"snakemake --cores 1{config} {targets}{force}")
+    # targets first: --config and --forcerun take every word up to the next option
+    lines.append(f"snakemake --cores 1 {targets}{force}{config}")
     return lines
 
 
@@ -144,6 +145,8 @@ def audit_paths(paths, root: str | Path = ".", scale: str | None = None) -> Audi
 
     current_library = hash_tree(LIBRARY_ROOT)
     shown: set[str] = set()
+    input_lists: dict[tuple, str] = {}
+    stale: dict[str, list[str]] = {}          # library hash -> files made by it (one note per hash)
 
     def render(path: str, depth: int):
         node, indent = nodes[path], "  " * depth
@@ -172,17 +175,23 @@ def audit_paths(paths, root: str | Path = ".", scale: str | None = None) -> Audi
             report.lines.append(f"{indent}    ! {prob}")
         if sc is not None:
             if sc.get("library_sha256") and sc["library_sha256"] != current_library:
-                report.notes.append(f"{path}: made by a different src/fedrepro (library hash "
-                                    f"{_short(sc['library_sha256'])}, now {_short(current_library)}); "
-                                    "rerun snakemake to refresh")
+                stale.setdefault(sc["library_sha256"], []).append(path)
             if (sc.get("git") or {}).get("dirty"):
                 report.notes.append(f"{path}: made from a working tree with uncommitted changes "
                                     f"(commit {_short(sc['git'].get('commit'))})")
+        same = input_lists.get(tuple(node.inputs))
+        if same is not None and node.inputs:
+            report.lines.append(f"{indent}    (inputs as for {same})")     # e.g. a figure's pdf, png and csv
+            return
+        input_lists[tuple(node.inputs)] = path
         for child in node.inputs:
             render(child, depth + 1)
 
     for path in roots:
         render(path, 0)
+    for old, files in stale.items():
+        report.notes.insert(0, f"made by a different src/fedrepro (library hash {_short(old)}, now "
+                               f"{_short(current_library)}; rerun snakemake to refresh): {', '.join(files)}")
     report.drift = [f"{p}: {'; '.join(nodes[p].problems)}" for p in drifted]
     affected = sorted(set(built_on) - set(drifted))
     if affected:

@@ -61,7 +61,8 @@ class Drift:
     def repair(self) -> str:
         delete = f"delete {self.path} (and {self.path}{SIDECAR_SUFFIX}) and rerun snakemake"
         if self.rule:
-            return f"`snakemake --cores 1 --forcerun {self.rule} {self.path}`, or {delete}"
+            # the target goes before --forcerun, whose list would swallow it
+            return f"`snakemake --cores 1 {self.path} --forcerun {self.rule}`, or {delete}"
         return delete
 
     def __str__(self) -> str:
