@@ -173,7 +173,8 @@ def setting_advice(key_path: str, value: Any, *, scale: str | None = None, root:
                  f"({', '.join(overlays)}: change it there)")
     else:
         where = f"{key_path}: {shown} in config/config.yaml"
-    return f"rerun with {arg} on the snakemake command line, or set {where}"
+    # at the end: --config takes every word up to the next option, targets included
+    return f"rerun with {arg} at the end of the snakemake command line, or set {where}"
 
 
 def resolve_config(base: Mapping, overrides: Mapping | None, root: str | Path) -> dict:
