@@ -210,6 +210,7 @@ def test_cli_audit_ends_with_the_repair_command(chain, capsys, monkeypatch):
     shutil.copytree(REPO / "config", chain / "config")
     shutil.copytree(REPO / "workflow" / "schemas", chain / "workflow" / "schemas")
     shutil.copytree(REPO / "notebooks", chain / "notebooks")
+    (chain / "src").symlink_to(REPO / "src")                     # the registry checks its runners exist
     monkeypatch.setattr(cli, "repo_root", lambda: chain)
     Path("results/quick/p/runs/e/b.csv").write_text("tampered\n")
     assert cli.main(["audit", "results/quick/p/claims/f.csv", "--scale", "quick"]) == 1

@@ -89,10 +89,10 @@ class LocalJob:
 
 
 @contextlib.contextmanager
-def local_job(rule: str, log_file: str):
+def local_job(rule: str, log_file: str, inputs=None):
     """Like `rule_run`, for jobs that run in the Snakemake process itself (claims, scorecard): no process to start,
     so they cost milliseconds.  Nothing global changes (stdout, logging config, thread limits): jobs run side by
-    side in threads, each writing its own log through its own logger."""
+    side in threads, each writing its own log through its own logger.  `inputs`: checked with `verify_inputs`."""
     logger = logging.getLogger(f"fedrepro.job.{log_file}")
     logger.propagate = False
     logger.setLevel(logging.INFO)
@@ -101,6 +101,8 @@ def local_job(rule: str, log_file: str):
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     try:
+        if inputs is not None:
+            verify_inputs(inputs)
         logger.info("rule %s started (in the Snakemake process)", rule)
         yield LocalJob(rule=rule, log=logger)
         logger.info("rule %s finished", rule)
@@ -174,9 +176,9 @@ def verified_side_file(run_csv: str, suffix: str) -> str:
     record = read_sidecar(path)
     if not Path(path).exists() or record is None:
         raise FileNotFoundError(f"{path} (written by the run of {run_csv}) or its sidecar is missing; rebuild it: "
-                                f"snakemake --cores 2 --forcerun run {run_csv}")
+                                f"snakemake --cores 2 {run_csv} --forcerun run")
     actual = sha256_file(path)
     if actual != record["sha256"]:
         raise RuntimeError(f"{path} changed since its run recorded it (sha256 {actual[:12]}… != recorded "
-                           f"{record['sha256'][:12]}…); rebuild it: snakemake --cores 2 --forcerun run {run_csv}")
+                           f"{record['sha256'][:12]}…); rebuild it: snakemake --cores 2 {run_csv} --forcerun run")
     return path
