@@ -140,3 +140,14 @@ def test_load_time_checks_helpers_and_a_columns_hint():
     with pytest.raises(ClaimExpressionProblems) as err:
         validate_claim_expressions(reg)
     assert "claim C" not in str(err.value) and "claim A" in str(err.value)
+
+
+def test_a_claim_declared_not_run_needs_no_column():
+    claim = {"id": "B", "artifact": "t", "statement": "baseline (not implemented)", "kind": "value",
+             "column": "baseline", "paper_value": 72.3, "tolerance": {"quick": {"rel": 0.1}},
+             "not_run": "the paper does not define its Baseline"}
+    out = _eval([claim])
+    assert set(out["verdict"]) == {"not-run"} and set(out["detail"]) == {"not run here: the paper does not "
+                                                                         "define its Baseline"}
+    with pytest.raises(ClaimExpressionError, match="no column 'baseline'"):
+        _eval([{k: v for k, v in claim.items() if k != "not_run"}])

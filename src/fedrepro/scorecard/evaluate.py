@@ -74,10 +74,23 @@ def _holds(frame: pd.DataFrame, claim: dict, field: str, source: str) -> tuple[b
 def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
     """Yield (claim id, paper value, our value, verdict-before-data-status, detail) for one configuration.
 
-    A column the artifact's data does not have is a registry error (named with close matches), never `not-run`.
+    A column the artifact's data does not have is a registry error (named with close matches), never `not-run`;
+    a claim that is deliberately not computed says so with `not_run: <why>`.
     """
     band = claim["tolerance"].get(scale)
     kind = claim["kind"]
+    if claim.get("not_run"):
+        # a number the paper reports that we do not compute (e.g. a method whose definition is unstated): the
+        # claim says so and why, instead of naming a column the artifact does not have
+        detail = f"not run here: {claim['not_run']}"
+        if kind == "cells":
+            for row in claim["paper_table"]:
+                label = ",".join(f"{k}={v:g}" for k, v in zip(claim["keys"], row))
+                for col, paper in zip(claim["columns"], row[len(claim["keys"]):]):
+                    yield f"{claim['id']}[{label},{col}]", paper, float("nan"), "not-run", detail
+        else:
+            yield claim["id"], claim.get("paper_value", "holds"), float("nan"), "not-run", detail
+        return
     if kind == "cells":
         keys, cols = claim["keys"], claim["columns"]
         require_columns(data, keys, claim=claim["id"], field="keys", source=source)

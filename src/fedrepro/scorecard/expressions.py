@@ -316,7 +316,7 @@ def validate_claim_expressions(registry, columns: Mapping[tuple[str, str], Itera
                     compile_expression(claim[field], field=field, claim=claim["id"], source=source, columns=known)
                 except ClaimExpressionError as exc:
                     problems.append(exc)
-            if known is not None:
+            if known is not None and not claim.get("not_run"):
                 named = [("column", c) for c in [claim.get("column")] if c is not None]
                 named += [("keys", c) for c in claim.get("keys") or []] + [("columns", c) for c in claim.get("columns") or []]
                 for field, col in named:
