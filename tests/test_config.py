@@ -57,7 +57,7 @@ def test_wrong_enum_value_in_nested_key(base, repo):
 def test_registry_error_names_file_and_key(repo, tmp_path):
     import shutil
 
-    for part in ("config", "workflow/schemas", "notebooks"):
+    for part in ("config", "workflow/schemas", "notebooks", "src"):   # the registry checks its runners exist
         shutil.copytree(repo / part, tmp_path / part)
     reg = tmp_path / "config" / "papers" / "thesis.yaml"
     reg.write_text(reg.read_text().replace("artifact: table5_1\n    statement: \"Phase 2 <= Phase 1",
@@ -71,7 +71,7 @@ def test_registry_error_names_file_and_key(repo, tmp_path):
 def test_registry_schema_error_names_key(repo, tmp_path):
     import shutil
 
-    for part in ("config", "workflow/schemas", "notebooks"):
+    for part in ("config", "workflow/schemas", "notebooks", "src"):   # the registry checks its runners exist
         shutil.copytree(repo / part, tmp_path / part)
     reg = tmp_path / "config" / "papers" / "thesis.yaml"
     reg.write_text(reg.read_text().replace("    kind: table\n", "    kind: tabel\n", 1))
