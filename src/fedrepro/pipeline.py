@@ -20,6 +20,7 @@ from typing import Any, Callable
 from tqdm import tqdm
 
 from fedrepro.provenance.sidecar import now_iso, write_sidecars
+from fedrepro.provenance.verify import verify_inputs
 from fedrepro.runtime import choose_device, device_description, limit_threads
 
 
@@ -43,8 +44,12 @@ class RuleRun:
 
 
 @contextlib.contextmanager
-def rule_run(sm, use_torch_device: bool = False):
-    """Redirect output to the rule's log, cap threads, pick the device; yields a RuleRun."""
+def rule_run(sm, use_torch_device: bool = False, inputs=None):
+    """Redirect output to the rule's log, cap threads, pick the device; yields a RuleRun.
+
+    `inputs` (e.g. ``sm.input``): checked with `verify_inputs` first, so a job never reads a file whose bytes
+    changed since its sidecar was written (the error names the file, both hashes and the rebuild command).
+    """
     log_path = Path(sm.log[0]) if len(sm.log) else None
     stream = open(log_path, "w") if log_path else None
     old_out, old_err = sys.stdout, sys.stderr
@@ -52,6 +57,8 @@ def rule_run(sm, use_torch_device: bool = False):
         sys.stdout = sys.stderr = stream
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     try:
+        if inputs is not None:
+            verify_inputs(inputs)
         limit_threads(sm.threads)
         run = RuleRun(sm)
         if use_torch_device:
@@ -82,10 +89,10 @@ class LocalJob:
 
 
 @contextlib.contextmanager
-def local_job(rule: str, log_file: str):
+def local_job(rule: str, log_file: str, inputs=None):
     """Like `rule_run`, for jobs that run in the Snakemake process itself (claims, scorecard): no process to start,
     so they cost milliseconds.  Nothing global changes (stdout, logging config, thread limits): jobs run side by
-    side in threads, each writing its own log through its own logger."""
+    side in threads, each writing its own log through its own logger.  `inputs`: checked with `verify_inputs`."""
     logger = logging.getLogger(f"fedrepro.job.{log_file}")
     logger.propagate = False
     logger.setLevel(logging.INFO)
@@ -94,6 +101,8 @@ def local_job(rule: str, log_file: str):
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     try:
+        if inputs is not None:
+            verify_inputs(inputs)
         logger.info("rule %s started (in the Snakemake process)", rule)
         yield LocalJob(rule=rule, log=logger)
         logger.info("rule %s finished", rule)
@@ -167,9 +176,9 @@ def verified_side_file(run_csv: str, suffix: str) -> str:
     record = read_sidecar(path)
     if not Path(path).exists() or record is None:
         raise FileNotFoundError(f"{path} (written by the run of {run_csv}) or its sidecar is missing; rebuild it: "
-                                f"snakemake --cores 2 --forcerun run {run_csv}")
+                                f"snakemake --cores 2 {run_csv} --forcerun run")
     actual = sha256_file(path)
     if actual != record["sha256"]:
         raise RuntimeError(f"{path} changed since its run recorded it (sha256 {actual[:12]}… != recorded "
-                           f"{record['sha256'][:12]}…); rebuild it: snakemake --cores 2 --forcerun run {run_csv}")
+                           f"{record['sha256'][:12]}…); rebuild it: snakemake --cores 2 {run_csv} --forcerun run")
     return path

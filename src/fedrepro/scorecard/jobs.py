@@ -20,7 +20,7 @@ def judge_artifact(wildcards, inputs, output: str, log_file: str, rule: str = "c
     from fedrepro.scorecard.evaluate import evaluate_claims
 
     paper, artifact, scale, data = wildcards.paper, wildcards.artifact, wildcards.scale, inputs.data
-    with local_job(rule, log_file) as job:
+    with local_job(rule, log_file, inputs=[data]) as job:     # never judge numbers changed since they were made
         claims = Registry.load(".").claims(paper, artifact)
         sidecar = read_sidecar(data) or {}
         table = evaluate_claims(claims, pd.read_csv(data), paper=paper, artifact=artifact, scale=scale,
@@ -41,7 +41,7 @@ def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "sco
     from fedrepro.scorecard.pages import claims_markdown, combine, index_html
 
     claims, artifacts, registries = list(inputs.claims), list(inputs.artifacts), list(inputs.registries)
-    with local_job(rule, log_file) as job:
+    with local_job(rule, log_file, inputs=[*claims, *artifacts]) as job:
         registry = Registry.load(".")
         table = combine(claims)
         unbuilt = unbuilt_artifact_rows(registry, scale).astype(str)
