@@ -7,10 +7,12 @@ from fedrepro.codedeps import closure_relpaths
 from fedrepro.config import ConfigError, resolve_config
 from fedrepro.data.registry import load_registry
 from fedrepro.registry import Registry
+from fedrepro.scorecard.expressions import validate_claim_expressions
 
 try:
     _resolved = resolve_config(config, workflow.config_settings.overwrite_config, ROOT)
     REGISTRY = Registry.load(ROOT)
+    validate_claim_expressions(REGISTRY)  # a typo in a claim stops the run here, with file, id and suggestion
 except ConfigError as exc:
     raise WorkflowError(f"fedrepro configuration error:\n{exc}") from None
 config.clear()

@@ -17,7 +17,7 @@ os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 root = Path.cwd()
-with rule_run(sm) as run:
+with rule_run(sm, inputs=[*sm.input.runs]) as run:
     outputs = {k: v for k, v in sm.output.items() if k != "provs"}
     parameters = {
         "root": str(root),

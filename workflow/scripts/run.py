@@ -8,7 +8,7 @@ from fedrepro.runtime import limit_threads
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 spec = sm.params.spec
-with rule_run(sm) as run:
+with rule_run(sm, inputs=sm.input) as run:
     if spec["alone"]:  # wall-clock runs: one BLAS thread, and (resource `alone`) no other job beside them
         limit_threads(1)
     inputs = {k: v for k, v in sm.input.items() if k != "code"}
