@@ -15,18 +15,15 @@ ROOT = Path(workflow.main_snakefile).resolve().parent
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/targets.smk"
 include: "workflow/rules/data.smk"
-include: "workflow/rules/thesis.smk"
-include: "workflow/rules/thesis_ch3.smk"
-include: "workflow/rules/thesis_ch4.smk"
-include: "workflow/rules/gcca.smk"
-include: "workflow/rules/adept.smk"
-include: "workflow/rules/cvfl.smk"
+include: "workflow/rules/run.smk"
 include: "workflow/rules/render.smk"
 
 
+# Every artifact of every paper at the configured scale, the scorecard and the index page.  (A comment, not a
+# docstring: snakefmt orders default_target first and then cannot parse a docstring after it.)
 rule all:
-    """Every artifact of every paper at the configured scale, the scorecard and the index page."""
+    default_target: True
     input:
         all_targets(),
-    default_target: True

@@ -57,7 +57,7 @@ def test_wrong_enum_value_in_nested_key(base, repo):
 def test_registry_error_names_file_and_key(repo, tmp_path):
     import shutil
 
-    for part in ("config", "workflow/schemas", "notebooks"):
+    for part in ("config", "workflow/schemas", "notebooks", "src"):   # the registry checks its runners exist
         shutil.copytree(repo / part, tmp_path / part)
     reg = tmp_path / "config" / "papers" / "thesis.yaml"
     reg.write_text(reg.read_text().replace("artifact: table5_1\n    statement: \"Phase 2 <= Phase 1",
@@ -71,10 +71,112 @@ def test_registry_error_names_file_and_key(repo, tmp_path):
 def test_registry_schema_error_names_key(repo, tmp_path):
     import shutil
 
-    for part in ("config", "workflow/schemas", "notebooks"):
+    for part in ("config", "workflow/schemas", "notebooks", "src"):   # the registry checks its runners exist
         shutil.copytree(repo / part, tmp_path / part)
     reg = tmp_path / "config" / "papers" / "thesis.yaml"
     reg.write_text(reg.read_text().replace("    kind: table\n", "    kind: tabel\n", 1))
     with pytest.raises(ConfigError) as err:
         Registry.load(tmp_path)
     assert "artifacts.table5_1.kind" in str(err.value) and "table, figure" in str(err.value)
+
+
+# ---- nested --config overrides, as Snakemake parses them --------------------------------------------
+
+def _snakemake_config(repo, *entries, configfile=None):
+    """What the Snakefile sees for `--config <entries>`: Snakemake's own parser and merge."""
+    from snakemake.cli import parse_config
+    from snakemake.utils import update_config
+
+    overrides = parse_config(list(entries))
+    base = load_yaml(configfile or repo / "config" / "config.yaml")
+    update_config(base, overrides)
+    return base, overrides
+
+
+def _resolve(repo, *entries, root=None):
+    base, overrides = _snakemake_config(repo, *entries, configfile=(root or repo) / "config" / "config.yaml")
+    return resolve_config(base, overrides, root or repo)
+
+
+def test_nested_override_is_coerced_and_merged_key_by_key(repo):
+    cfg = _resolve(repo, "data={timeout_s: 5, retries: 0}")
+    assert cfg["data"]["timeout_s"] == 5 and cfg["data"]["retries"] == 0
+    assert isinstance(cfg["data"]["retries"], int)
+    assert cfg["data"]["on_missing"] == "standin"                   # the other keys of data are kept
+    cfg = _resolve(repo, "data={timeout_s: 2.5, credentials: {mimic3: null, imagenet: /data/ilsvrc}}")
+    assert cfg["data"]["timeout_s"] == 2.5 and cfg["data"]["credentials"] == {"mimic3": None,
+                                                                              "imagenet": "/data/ilsvrc"}
+    assert _resolve(repo, "scale=paper", "data={on_missing: standin}")["data"]["on_missing"] == "standin"
+
+
+def test_nested_override_of_the_wrong_type_is_named(repo):
+    with pytest.raises(ConfigError, match=r"'data.timeout_s' must be of type number, got 'soon'"):
+        _resolve(repo, "data={timeout_s: soon}")
+    with pytest.raises(ConfigError, match=r"'data.retries' must be of type integer, got '1.5'"):
+        _resolve(repo, "data={retries: 1.5}")
+    with pytest.raises(ConfigError, match=r"'data.timout_s'.*did you mean 'data.timeout_s'"):
+        _resolve(repo, "data={timout_s: 5}")
+
+
+# ---- every piece of advice works at the scale where it is printed --------------------------------------
+
+def _advised_config_args(message):
+    import re
+    import shlex
+
+    return [shlex.split(arg)[0] for arg in re.findall(r"`--config ([^`]*)`", message)]
+
+
+@pytest.mark.parametrize("scale", ["paper", None])
+def test_missing_data_advice_works_at_paper_scale(repo, tmp_path, scale):
+    from fedrepro.data.acquire import DataUnavailable
+    from fedrepro.data.prepare import prepare
+    from fedrepro.data.registry import load_registry
+
+    cfg = _resolve(repo, "scale=paper")
+    assert cfg["data"]["on_missing"] == "error"
+    ds = load_registry(repo)["europarl"]
+    missing = {"dataset": "europarl", "status": "unavailable", "files": {}, "missing": ["de-en.tgz"],
+               "attempts": [{"source": "statmt", "file": "de-en.tgz", "error": "offline"}]}
+    with pytest.raises(DataUnavailable) as err:
+        prepare(ds, missing, tmp_path / "out", on_missing=cfg["data"]["on_missing"], scale=scale)
+    message = str(err.value)
+    # the old advice (config/config.yaml) does not work at this scale, and is not given
+    assert "set data.on_missing: standin in config/config.yaml to" not in message
+    args = _advised_config_args(message)
+    assert args, message
+    fixed = _resolve(repo, "scale=paper", *args)                # apply the advice literally
+    assert fixed["data"]["on_missing"] == "standin"
+    result = prepare(ds, missing, tmp_path / "out2", on_missing=fixed["data"]["on_missing"])
+    assert result.status == "stand-in"
+
+
+def test_the_file_named_by_the_advice_is_the_one_that_decides(repo, tmp_path):
+    import shutil
+
+    import yaml
+
+    from fedrepro.config import setting_advice
+
+    for part in ("config", "workflow/schemas"):
+        shutil.copytree(repo / part, tmp_path / part)
+    advice = setting_advice("data.on_missing", "standin", scale="paper", root=tmp_path)
+    assert "config/scales/paper.yaml" in advice
+    overlay = tmp_path / "config/scales/paper.yaml"
+    doc = yaml.safe_load(overlay.read_text())
+    doc["config"]["data"]["on_missing"] = "standin"                 # do what it says
+    overlay.write_text(yaml.safe_dump(doc))
+    assert _resolve(repo, "scale=paper", root=tmp_path)["data"]["on_missing"] == "standin"
+    # at the quick scale config/config.yaml decides, and that is what the advice says there
+    assert "in config/config.yaml" in setting_advice("data.on_missing", "error", scale="quick", root=tmp_path)
+
+
+def test_credential_advice_works(repo):
+    from fedrepro.data.acquire import credential_message
+    from fedrepro.data.registry import load_registry
+
+    message = credential_message(load_registry(repo)["imagenet"], None, scale="paper", root=repo)
+    args = _advised_config_args(message)
+    cfg = _resolve(repo, "scale=paper", *args)
+    assert cfg["data"]["credentials"]["imagenet"] == "/path/to/folder"
+    assert cfg["data"]["credentials"]["mimic3"] is None             # the sibling key survives the merge

@@ -1,8 +1,12 @@
 """Verdict logic on hand-made tables."""
 
 import pandas as pd
+import pytest
 
+from fedrepro.config import ConfigError
 from fedrepro.scorecard import evaluate_claims
+from fedrepro.scorecard.expressions import (ClaimExpressionError, ClaimExpressionProblems, compile_expression,
+                                            validate_claim_expressions)
 
 DATA = pd.DataFrame({"configuration": ["a", "a", "b", "b"], "n": [1, 2, 1, 2], "x": [10.0, 5.0, 20.0, 4.0],
                      "y": [1.0, 1.0, 30.0, 1.0]})
@@ -52,3 +56,98 @@ def test_value_claim_with_qualitative_fallback():
              "paper_value": 15.0, "qualitative": "x > y", "tolerance": {"quick": {"abs": 1.0}}}
     out = _eval([claim]).set_index("configuration")["verdict"]
     assert out["a"] == "reproduced-qualitatively" and out["b"] == "not-reproduced"
+
+
+# ---- claim expressions are checked against an allow-list before anything runs ----------------------------
+ESCAPES = {
+    "subclasses": ("expr", "().__class__.__base__.__subclasses__()"),
+    "pandas_query_at": ("where", "@pd.io.common.os.system('touch {marker}')"),
+    "os_via_np": ("expr", "np.lib.npyio.os.system('touch {marker}')"),
+    "attribute_chain": ("ours", "x.__class__.__mro__[1].__subclasses__()"),
+    "method_call": ("expr", "x.tofile('{marker}')"),
+    "lambda": ("expr", "(lambda: 1)()"),
+    "dunder_name": ("expr", "__import__('os').system('touch {marker}')"),
+    "builtins_name": ("where", "__builtins__"),
+    "comprehension": ("expr", "[c for c in ().__class__.__bases__]"),
+    "walrus": ("expr", "(y := 1)"),
+    "fstring": ("ours", "f'{{x}}'"),
+    "np_file_reader": ("expr", "np.load('{marker}')"),
+    "helper_attribute": ("expr", "max.__self__"),
+    "starred_kwargs": ("expr", "max(**{{'a': 1}})"),
+    "power_bomb": ("expr", "9 ** 9 ** 9 > 0"),
+    "string_bomb": ("expr", "len('a' * 10000000000) > 0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+def test_known_escapes_are_refused_with_claim_and_file(name, tmp_path):
+    field, text = ESCAPES[name]
+    marker = tmp_path / "pwned"
+    claim = {"id": f"ESC_{name}", "artifact": "t", "statement": "escape", "kind": "predicate", "expr": "y < x",
+             "tolerance": {"quick": {}}, field: text.format(marker=marker)}
+    with pytest.raises(ClaimExpressionError) as err:
+        _eval([claim])
+    assert f"claim ESC_{name}" in str(err.value) and "config/papers/p.yaml" in str(err.value)
+    assert isinstance(err.value, ConfigError)
+    assert not marker.exists()
+    # ...and the same text is refused when the registry loads, before any data exists
+    with pytest.raises(ClaimExpressionError, match=f"config/papers/p.yaml: claim ESC_{name}: {field}"):
+        validate_claim_expressions({"p": {"claims": [claim], "artifacts": {"t": {}}}})
+
+
+def test_where_keeps_pandas_query_meaning():
+    frame = pd.DataFrame({"part": ["a", "b", "c", "a"], "n": [1, 2, 3, 4], "x": [0.5, 1.5, 2.5, 3.5]})
+    for text in ["part in ['a', 'c'] and n > 1", "not n == 2", "1 < n <= 3", "part == 'a' or x > 2",
+                 "part not in ['a'] and not (x > 2)", "n >= 2 and (part == 'b' or part == 'c')", "n > 0"]:
+        mask = compile_expression(text, field="where", claim="W", source="f.yaml").mask(frame, claim="W",
+                                                                                         source="f.yaml")
+        assert list(frame[mask].index) == list(frame.query(text).index), text
+
+
+def test_registry_expressions_all_pass_the_allow_list():
+    from fedrepro.registry import Registry
+    validate_claim_expressions(Registry.load("."))
+
+
+def test_unknown_column_names_claim_file_and_close_match():
+    claim = {**PRED, "id": "TYPO", "expr": "y < xx"}
+    with pytest.raises(ClaimExpressionError, match=r"config/papers/p.yaml: claim TYPO: expr 'y < xx'.*"
+                                                   r"no column 'xx'.*did you mean 'x'"):
+        _eval([claim])
+    value = {"id": "V2", "artifact": "t", "statement": "s", "kind": "value", "column": "xs", "paper_value": 1.0,
+             "tolerance": {"quick": {"abs": 1.0}}}
+    with pytest.raises(ClaimExpressionError, match=r"claim V2: column 'xs'.*did you mean 'x'"):
+        _eval([value])
+    with pytest.raises(ClaimExpressionError, match=r"claim T: columns 'X'.*did you mean 'x'"):
+        _eval([{**CELLS, "columns": ["X"]}])
+
+
+def test_load_time_checks_helpers_and_a_columns_hint():
+    reg = {"p": {"artifacts": {"t": {"columns": ["n", "x", "y"]}},
+                 "claims": [{**PRED, "id": "A", "expr": "increasng(x, by=n)"},
+                            {**PRED, "id": "B", "ours": "np.minimun(x, y)"},
+                            {**PRED, "id": "C", "expr": "y < xx"},
+                            {**CELLS, "id": "D", "keys": ["nn"]}]}}
+    with pytest.raises(ClaimExpressionProblems) as err:
+        validate_claim_expressions(reg)
+    text = str(err.value)
+    assert "claim A: expr 'increasng(x, by=n)': unknown function 'increasng'" in text
+    assert "did you mean 'increasing'" in text and "did you mean 'np.minimum'" in text
+    assert "claim C: expr 'y < xx'" in text and "did you mean 'x'" in text
+    assert "claim D: keys 'nn'" in text and "did you mean 'n'" in text
+    # without a columns hint the same column typo waits for the artifact's header (see the test above)
+    del reg["p"]["artifacts"]["t"]["columns"]
+    with pytest.raises(ClaimExpressionProblems) as err:
+        validate_claim_expressions(reg)
+    assert "claim C" not in str(err.value) and "claim A" in str(err.value)
+
+
+def test_a_claim_declared_not_run_needs_no_column():
+    claim = {"id": "B", "artifact": "t", "statement": "baseline (not implemented)", "kind": "value",
+             "column": "baseline", "paper_value": 72.3, "tolerance": {"quick": {"rel": 0.1}},
+             "not_run": "the paper does not define its Baseline"}
+    out = _eval([claim])
+    assert set(out["verdict"]) == {"not-run"} and set(out["detail"]) == {"not run here: the paper does not "
+                                                                         "define its Baseline"}
+    with pytest.raises(ClaimExpressionError, match="no column 'baseline'"):
+        _eval([{k: v for k, v in claim.items() if k != "not_run"}])

@@ -1,11 +1,20 @@
-"""Thesis ch. 5 estimators against closed forms and a literal gradient-descent loop."""
+"""Thesis ch. 5 estimators against closed forms and a literal gradient-descent loop; Table 5.1 as an artifact."""
+
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from fedrepro.transfer.representation import (gd_least_squares, gd_least_squares_iterative, phase1_fit,
-                                               error_ratios)
-from fedrepro.transfer.table5_1 import Table51Config, run_experiment
+from fedrepro.notebook import open_artifact
+from fedrepro.transfer.artifacts import log_error_summary, table5_1
+from fedrepro.transfer.representation import (
+    error_ratios,
+    gd_least_squares,
+    gd_least_squares_iterative,
+    phase1_fit,
+)
+from fedrepro.transfer.table5_1 import METHODS, Table51Config, run_experiment
 
 
 def _problem(n, d, b=3, seed=0):
@@ -54,8 +63,9 @@ def test_ratios_of_the_true_model_are_one_and_eer_zero():
     np.testing.assert_allclose(out["eer"], 0.0)
 
 
-SMALL = dict(d=40, q=4, sample_configs=[[8, 8], [40, 40]], ratios_db=[50, 1], n_test=30, runs=2, spectrum="normalized",
-             tau=1.0, eps=1e-4, c_u=1.0, sigma_train=0.1, sigma_test=1.0, gd_steps=100, metric="root_ratio")
+SMALL = {"d": 40, "q": 4, "sample_configs": [[8, 8], [40, 40]], "ratios_db": [50, 1], "n_test": 30, "runs": 2,
+         "spectrum": "normalized", "tau": 1.0, "eps": 1e-4, "c_u": 1.0, "sigma_train": 0.1, "sigma_test": 1.0,
+         "gd_steps": 100, "metric": "root_ratio"}
 
 
 def test_same_seed_same_numbers_and_another_seed_differs():
@@ -79,3 +89,51 @@ def test_literal_spectrum_collapses_to_eps_and_normalized_decays_slowly():
     norm = Table51Config.from_dict(SMALL).eigenvalues()
     assert lit[-1] == pytest.approx(1e-4, rel=1e-3) and lit[20] < 1e-3
     assert norm.min() > np.exp(-1)
+
+
+# ---- Table 5.1 as an artifact (fedrepro.transfer.artifacts), on a synthetic run frame without a kernel ----
+
+REPO = Path(__file__).resolve().parents[1]
+CELLS = [(100, 100), (1000, 1000)]
+DBS = [50.0, 1.0]
+
+
+def _runs(configuration, metric):
+    """Two runs per cell: method value = base ± 0.1 (mean base, sd 0.1·√2), base = 1 + index of the method."""
+    rows = []
+    for n1, n2 in CELLS:
+        for db in DBS:
+            for i, m in enumerate(METHODS):
+                for seed, delta in ((0, -0.1), (1, 0.1)):
+                    for name in ("mse_ratio", "root_ratio"):
+                        value = (1 + i + delta) * (1 if name == metric else 100)
+                        rows.append({"configuration": configuration, "n1": n1, "n2": n2, "db": db, "method": m,
+                                     "seed": seed, "step": 0, "metric": name, "value": value})
+    return pd.DataFrame(rows)
+
+
+def test_table5_1_means_sds_and_paper_values(tmp_path):
+    files = []
+    for c, metric in (("as-stated", "mse_ratio"), ("calibrated", "root_ratio")):
+        path = tmp_path / "runs" / "table5_1" / f"{c}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _runs(c, metric).to_csv(path, index=False)
+        files.append(str(path))
+    outputs = {s: str(tmp_path / "out" / f"table5_1.{s}") for s in ("csv", "md")}
+    art = open_artifact("thesis", "table5_1", root=REPO, scale="quick", configuration="calibrated", run_files=files,
+                        outputs=outputs)
+    md = table5_1(art).data
+    table = pd.read_csv(outputs["csv"])
+    assert len(table) == 2 * len(CELLS) * len(DBS)
+    # each configuration reads its own metric (the other one is 100x off)
+    assert np.allclose(table[list(METHODS)].to_numpy(), [1, 2, 3])
+    assert np.allclose(table[[f"{m}_sd" for m in METHODS]].to_numpy(), 0.1 * np.sqrt(2))
+    # the paper's value of (100, 100) at 50 dB from the registry's cells claim: 1.01, 1.01, 10.17
+    row = table[(table.configuration == "calibrated") & (table.n1 == 100) & (table.db == 50)].iloc[0]
+    assert (row.paper_phase1, row.paper_phase2, row.paper_scratch) == (1.01, 1.01, 10.17)
+    # every cell: ours (mean ± sd) and the paper's; the runs behind each mean, counted from the run frame
+    assert ("| (100, 100) | 50 | 1.00 ± 0.14 (paper 1.01) | 2.00 ± 0.14 (paper 1.01) | 3.00 ± 0.14 (paper 10.17) | 2 |"
+            in md)
+    assert (table.n_runs == 2).all() and "mean ± sd over 2 runs" in md
+    assert Path(outputs["md"]).read_text().startswith("# Table 5.1 — configuration `calibrated`")
+    assert "over 12 cells" in log_error_summary(art).data

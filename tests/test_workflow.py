@@ -50,11 +50,28 @@ def test_paper_targets_and_artifact_aliases_exist(workdir):
         assert target in out
 
 
+def test_unknown_target_suggests_close_matches_and_the_list_command(workdir):
+    proc = snakemake("-n", "thesis_fig41", cwd=workdir, check=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "did you mean" in text and "thesis_fig4_1" in text
+    assert "python -m fedrepro list" in text
+
+
+def test_alias_of_another_scale_says_where_it_exists_and_the_advice_works(workdir):
+    proc = snakemake("-n", "thesis_fig3_1", cwd=workdir, check=False)  # Fig. 3.1 is built at smoke and paper only
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "--config scale=smoke" not in text and "scale=paper" in text
+    advice = text.split("build it with:")[1].split("\n")[0].split()
+    assert advice[:3] == ["snakemake", "--cores", "8"]
+    ok = snakemake("-n", *advice[3:], cwd=workdir, check=False)  # the printed command resolves
+    assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
+
+
 def test_slurm_profile_parses_and_jobs_get_resources(workdir):
     proc = snakemake("-n", "--profile", "workflow/profiles/slurm", "thesis_table5_1", "--config", "scale=smoke",
                      cwd=workdir)
     text = proc.stdout + proc.stderr
-    assert "rule thesis_table5_1_run" in text
+    assert "rule run:" in text
     run_lines = [l for l in text.splitlines() if "resources:" in l and "mem_mb=2000" in l]
     assert run_lines and all("runtime=120" in l for l in run_lines), text[-2000:]
 
@@ -117,8 +134,8 @@ def test_rerun_is_a_no_op_and_editing_code_reruns_only_its_dependents(smoke_run)
     _edit(smoke_run / "src/fedrepro/scorecard/evaluate.py")
     assert set(_planned_rules(smoke_run, "all")) == {"claims_artifact", "scorecard", "all"}
     _edit(smoke_run / "src/fedrepro/transfer/representation.py")
-    assert set(_planned_rules(smoke_run, "all")) == {"thesis_table5_1_run", "render_table", "claims_artifact",
-                                                     "scorecard", "all"}
+    assert set(_planned_rules(smoke_run, "all")) == {"run", "render_table", "claims_artifact", "scorecard", "all"}
+    assert _planned_rules(smoke_run, "all")["run"] == 2  # table5_1's two configurations, nothing else
     snakemake("--cores", "2", "all", "--config", "scale=smoke", cwd=smoke_run)  # leave it built for later tests
     # a loader-side module (not used to prepare data) must not re-prepare every dataset and so rerun everything
     loader = smoke_run / "src/fedrepro/data/imagefolder.py"
@@ -126,10 +143,46 @@ def test_rerun_is_a_no_op_and_editing_code_reruns_only_its_dependents(smoke_run)
     _edit(loader)
     try:
         planned = _planned_rules(smoke_run, "all")
-        assert "data_prepare" not in planned and "thesis_ch3_deep_run" in planned, planned
+        assert "data_prepare" not in planned and "run" in planned, planned
     finally:
         loader.write_text(original)
     assert _planned_rules(smoke_run, "all") == {}
+
+
+def test_editing_the_notebook_helpers_reruns_every_render_and_no_run(smoke_run):
+    assert _planned_rules(smoke_run, "all") == {}
+    helper = smoke_run / "src/fedrepro/notebook.py"
+    original = helper.read_text()
+    _edit(helper)
+    try:
+        planned = _planned_rules(smoke_run, "all")
+        registry = Registry.load(smoke_run)
+        renders = planned.get("render_figure", 0) + planned.get("render_table", 0)
+        assert renders == len(list(registry.artifacts(scale="smoke"))) and "run" not in planned, planned
+    finally:
+        helper.write_text(original)
+
+
+def test_one_run_rule(workdir):
+    rules = snakemake("--list-rules", cwd=workdir).stdout.split()
+    assert "run" in rules
+    assert [r for r in rules if r.endswith("_run") or r.startswith("run_")] == []
+
+
+def test_executed_notebooks_show_their_figures(smoke_run):
+    registry = Registry.load(smoke_run)
+    figures = [(p, a) for p, a, e in registry.artifacts(scale="smoke") if e["kind"] == "figure"]
+    assert figures
+    for paper, artifact in figures:
+        files = registry.artifact_files(paper, artifact, "smoke")
+        assert "image/png" in (smoke_run / files["ipynb"]).read_text(), files["ipynb"]
+        assert "<img" in (smoke_run / files["html"]).read_text(), files["html"]
+
+
+def test_snakemake_report_as_the_readme_writes_it(smoke_run):
+    snakemake("--report", "results/report.html", "--config", "scale=smoke", cwd=smoke_run, timeout=600)
+    text = (smoke_run / "results/report.html").read_text(errors="replace")
+    assert "Table 5.1" in text or "table5_1" in text
 
 
 def _audit(wd, target):

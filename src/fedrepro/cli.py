@@ -16,10 +16,11 @@ def _default_scale(root: Path) -> str:
     return load_yaml(root / "config" / "config.yaml").get("scale", "quick")
 
 
-def _targets(registry: Registry, ident: str, scale: str, root: Path) -> tuple[str, list[str]]:
-    """What to audit for an identifier: a file path, an artifact id, or a claim id."""
+def _targets(registry: Registry, ident: str, scale: str, root: Path) -> tuple[str, list[str], str | None]:
+    """What to audit for an identifier (a file path, an artifact id, or a claim id), and the command that
+    builds it at `scale` (None for a file)."""
     if (root / ident).exists():
-        return f"file {ident}", [ident]
+        return f"file {ident}", [ident], None
     try:
         paper, artifact = registry.resolve_artifact(ident)
     except ConfigError:
@@ -30,23 +31,33 @@ def _targets(registry: Registry, ident: str, scale: str, root: Path) -> tuple[st
                               f"(e.g. thesis:C5.2); see `python -m fedrepro list`") from None
         artifact = claim["artifact"]
         files = [registry.claims_file(paper, artifact, scale)]
-        return f"claim {paper}:{claim['id']} (artifact {paper}:{artifact}, scale {scale})", files
+        return (f"claim {paper}:{claim['id']} (artifact {paper}:{artifact}, scale {scale})", files,
+                _build_command(registry, paper, artifact, scale))
     files = list(registry.artifact_files(paper, artifact, scale).values())
     files.append(registry.claims_file(paper, artifact, scale))
-    return f"artifact {paper}:{artifact} ({registry.artifact(paper, artifact)['label']}, scale {scale})", files
+    return (f"artifact {paper}:{artifact} ({registry.artifact(paper, artifact)['label']}, scale {scale})", files,
+            _build_command(registry, paper, artifact, scale))
+
+
+def _build_command(registry: Registry, paper: str, artifact: str, scale: str) -> str:
+    """The Snakemake call that builds one artifact at `scale`, or where it is built when not at that scale."""
+    scales = registry.artifact(paper, artifact)["scales"]
+    if scale not in scales:
+        return (f"it is built only at scale(s) {', '.join(scales)}: run `snakemake --cores 2 {paper}_{artifact} "
+                f"--config scale={scales[0]}` and audit with --scale {scales[0]}")
+    return f"run `snakemake --cores 2 {paper}_{artifact} --config scale={scale}`"
 
 
 def cmd_audit(args) -> int:
     root = repo_root()
     scale = args.scale or _default_scale(root)
     registry = Registry.load(root)
-    what, files = _targets(registry, args.target, scale, root)
-    if not args.target.startswith("results") and not all((root / f).exists() for f in files):
+    what, files, build = _targets(registry, args.target, scale, root)
+    if build is not None and not all((root / f).exists() for f in files):
         missing = [f for f in files if not (root / f).exists()]
-        print(f"{what}: not built yet ({', '.join(missing)}); run `snakemake --cores 2 "
-              f"{args.target.split(':')[0]}` with --config scale={scale}", file=sys.stderr)
+        print(f"{what}: not built yet ({', '.join(missing)}); {build}", file=sys.stderr)
         return 2
-    report = audit_paths(files, root)
+    report = audit_paths(files, root, scale=scale)
     print(f"Audit of {what}")
     print("\n".join(report.lines))
     for note in report.notes:
@@ -54,9 +65,12 @@ def cmd_audit(args) -> int:
     if report.ok:
         print(f"OK: {report.files_checked} files re-hashed, the chain matches every sidecar.")
         return 0
-    print(f"DRIFT: {len(report.drift)} problem(s):", file=sys.stderr)
+    print(f"DRIFT: {len(report.drift)} file(s) cannot be trusted:", file=sys.stderr)
     for d in report.drift:
         print(f"  - {d}", file=sys.stderr)
+    print("Repair (rebuilds the drifted files and everything built on them):", file=sys.stderr)
+    for line in report.repair:
+        print(f"  {line}", file=sys.stderr)
     return 1
 
 

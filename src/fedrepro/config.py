@@ -1,12 +1,18 @@
 """Configuration: defaults, scale overlays and command-line overrides, validated before any job runs.
 
 Precedence (later wins): ``config/config.yaml`` < ``config/scales/<scale>.yaml`` < ``--config k=v``.
-Every error names the offending key, the allowed values and where to fix it.
+Nested keys are overridden with a YAML mapping: ``--config data='{on_missing: standin, timeout_s: 5}'``
+(Snakemake merges it into the defaults key by key).  Snakemake reads such values as strings; they are
+coerced to the type the schema asks for (``'5'`` -> 5 for a number) before validation.
+Every error names the offending key, the allowed values and where to fix it, and advice to set a key names a
+place that takes effect at the scale in use (the command line always does; config/config.yaml does not where
+the scale's overlay sets the key).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -52,8 +58,10 @@ def _describe(error: jsonschema.ValidationError, where: str) -> str:
         extra = sorted(set(error.instance) - set(allowed))
         parent = key if key != "<top level>" else "the top level"
         prefix = "" if key == "<top level>" else key + "."
+        close = [prefix + m for e in extra for m in difflib.get_close_matches(e, allowed, n=1)]
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         return (f"unknown config key {', '.join(repr(prefix + e) for e in extra)} in {where}; "
-                f"allowed keys at {parent}: {', '.join(allowed)}")
+                f"allowed keys at {parent}: {', '.join(allowed)}{hint}")
     if error.validator == "enum":
         return (f"config key '{key}' is {error.instance!r}; allowed values: "
                 f"{', '.join(str(v) for v in error.validator_value)} (set in {where})")
@@ -71,12 +79,114 @@ def validate(instance: Any, schema: Mapping, where: str) -> None:
         raise ConfigError("\n".join(_describe(e, where) for e in errors))
 
 
+# ---- command-line overrides: strings coerced to the schema's types ------------------------------------
+
+_JSON_TYPES = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+               "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+               "boolean": lambda v: isinstance(v, bool), "null": lambda v: v is None,
+               "string": lambda v: isinstance(v, str), "object": lambda v: isinstance(v, dict),
+               "array": lambda v: isinstance(v, list)}
+
+
+def _subschema(schema: Mapping, key: str) -> Mapping:
+    props = schema.get("properties") or {}
+    if key in props:
+        return props[key]
+    extra = schema.get("additionalProperties")
+    return extra if isinstance(extra, Mapping) else {}
+
+
+def _coerce(value: Any, schema: Mapping) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _coerce(v, _subschema(schema, str(k))) for k, v in value.items()}
+    if isinstance(value, list):
+        items = schema.get("items") if isinstance(schema.get("items"), Mapping) else {}
+        return [_coerce(v, items) for v in value]
+    if not isinstance(value, str):
+        return value
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else list(types or [])
+    if not types or ("string" in types and not ("null" in types and value in ("null", "~"))):
+        return value                              # a string where a string is allowed stays one
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    if any(_JSON_TYPES[t](parsed) for t in types if t in _JSON_TYPES):
+        return _coerce(parsed, schema) if isinstance(parsed, (dict, list)) else parsed
+    return value                                  # left for validation to name key, type and value
+
+
+def coerce_overrides(overrides: Mapping | None, schema: Mapping) -> dict:
+    """`--config` values with the types the schema asks for.
+
+    Snakemake parses a nested value (``data='{timeout_s: 5}'``) with YAML's BaseLoader, so every scalar in it
+    is a string; this turns ``'5'`` into 5 where a number is expected, ``'true'`` into True where a boolean is,
+    ``'null'`` into None where null is allowed.  Values that do not fit stay as they are for `validate`.
+    """
+    return _coerce(dict(overrides or {}), schema)
+
+
+def override_argument(key_path: str, value: Any) -> str:
+    """The `--config` argument that sets one (nested) key, e.g. ``data='{on_missing: standin}'``."""
+    head, *rest = key_path.split(".")
+    text = yaml.safe_dump(value, default_flow_style=True).strip()
+    text = text[: -len("...")].strip() if text.endswith("...") else text
+    for key in reversed(rest):
+        text = f"{{{key}: {text}}}"
+    return f"{head}='{text}'" if rest else f"{head}={text}"
+
+
+def _sets(cfg: Mapping, key_path: str) -> bool:
+    node: Any = cfg
+    for key in key_path.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def setting_advice(key_path: str, value: Any, *, scale: str | None = None, root: str | Path = ".") -> str:
+    """How to set `key_path` to `value` so that it takes effect at `scale`.
+
+    The command line always wins.  config/config.yaml does not where the scale's overlay sets the key (e.g.
+    data.on_missing at the paper scale): then the advice names the overlay instead.  Without a scale, every
+    overlay that sets the key is named.
+    """
+    root = Path(root)
+    arg = f"`--config {override_argument(key_path, value)}`"
+    shown = yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+    scales = [scale] if scale else list(SCALES)
+    overlays = []
+    for s in scales:
+        path = root / "config" / "scales" / f"{s}.yaml"
+        try:
+            if _sets(load_yaml(path).get("config") or {}, key_path):
+                overlays.append(path.relative_to(root).as_posix())
+        except ConfigError:
+            continue
+    if scale and overlays:
+        where = f"{key_path}: {shown} under `config:` in {overlays[0]} (it overrides config/config.yaml at the " \
+                f"{scale} scale)"
+    elif overlays:
+        where = (f"{key_path}: {shown} in config/config.yaml, except at the scale(s) whose overlay sets it "
+                 f"({', '.join(overlays)}: change it there)")
+    else:
+        where = f"{key_path}: {shown} in config/config.yaml"
+    # at the end: --config takes every word up to the next option, targets included
+    return f"rerun with {arg} at the end of the snakemake command line, or set {where}"
+
+
 def resolve_config(base: Mapping, overrides: Mapping | None, root: str | Path) -> dict:
-    """Merge defaults, the selected scale's overlay and the overrides; validate each layer."""
+    """Merge defaults, the selected scale's overlay and the overrides; validate each layer.
+
+    `base` is Snakemake's `config` (config/config.yaml with the overrides already merged in) and `overrides`
+    the raw `--config` values; these are coerced to the schema's types first and then win over every layer.
+    """
     root = Path(root)
     schemas = root / "workflow" / "schemas"
     config_schema = load_yaml(schemas / "config.schema.yaml")
-    overrides = dict(overrides or {})
+    overrides = coerce_overrides(overrides, config_schema)
     first = deep_merge(base, overrides)
     validate(first, config_schema, "config/config.yaml or --config")
     scale = first["scale"]

@@ -1,4 +1,8 @@
-"""Atomic file writes: a half-written file never sits where a later step would trust it."""
+"""Atomic file writes: a half-written file never sits where a later step would trust it.
+
+The file gets the mode a plain ``open(path, "w")`` would give it (0666 less the umask), not mkstemp's
+owner-only 0600: on a shared cluster file system the group can then read results (umask 002 or 022).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,34 @@ import tempfile
 from pathlib import Path
 
 
+def current_umask() -> int:
+    """The process umask, read without changing it where /proc allows (os.umask can only set it)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)      # set and restore: the only portable way to read it
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode() -> int:
+    return 0o666 & ~current_umask()
+
+
 @contextlib.contextmanager
 def atomic_path(final: str | Path, suffix: str | None = None):
     """Yield a temporary path beside `final`; move it into place only if the block succeeds."""
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=suffix or final.suffix + ".part", dir=final.parent)
-    os.close(fd)
+    try:
+        os.fchmod(fd, new_file_mode())      # mkstemp makes 0600; the umask decides, as for any other file
+    finally:
+        os.close(fd)
     try:
         yield Path(tmp)
         os.replace(tmp, final)

@@ -137,10 +137,16 @@ class Artifact:
         write_csv(self.outputs["csv"], frame)
 
     def save_figure(self, fig) -> None:
-        """PDF + PNG, with the stand-in watermark when any input is a stand-in."""
+        """PDF + PNG, with the stand-in watermark when any input is a stand-in.
+
+        The figure is closed afterwards: the notebook shows it once, as the value the artifact function returns
+        (the inline backend would otherwise also draw every open figure at the end of the cell)."""
+        import matplotlib.pyplot as plt
+
         from fedrepro.plotting import save_figure
 
         save_figure(fig, self.outputs["pdf"], self.outputs["png"], stand_in=self.stand_in)
+        plt.close(fig)
 
     def write_markdown(self, text: str) -> None:
         from fedrepro.io import write_text

@@ -2,6 +2,10 @@
 
 Takes the `snakemake` object that Snakemake's `script:` directive provides (duck-typed: this
 package never imports Snakemake).
+
+The run contract: an experiment's `runner:` in the registry names a function `run(ctx: RunContext) -> RunResult`.
+The one run rule builds the context (parameters, named input files, threads, device, log) and writes what the
+runner returns: the tidy CSV, its sidecar, and the sidecars of any side files the runner wrote.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from tqdm import tqdm
 
 from fedrepro.provenance.sidecar import now_iso, write_sidecars
+from fedrepro.provenance.verify import verify_inputs
 from fedrepro.runtime import choose_device, device_description, limit_threads
 
 
@@ -38,8 +44,12 @@ class RuleRun:
 
 
 @contextlib.contextmanager
-def rule_run(sm, use_torch_device: bool = False):
-    """Redirect output to the rule's log, cap threads, pick the device; yields a RuleRun."""
+def rule_run(sm, use_torch_device: bool = False, inputs=None):
+    """Redirect output to the rule's log, cap threads, pick the device; yields a RuleRun.
+
+    `inputs` (e.g. ``sm.input``): checked with `verify_inputs` first, so a job never reads a file whose bytes
+    changed since its sidecar was written (the error names the file, both hashes and the rebuild command).
+    """
     log_path = Path(sm.log[0]) if len(sm.log) else None
     stream = open(log_path, "w") if log_path else None
     old_out, old_err = sys.stdout, sys.stderr
@@ -47,6 +57,8 @@ def rule_run(sm, use_torch_device: bool = False):
         sys.stdout = sys.stderr = stream
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     try:
+        if inputs is not None:
+            verify_inputs(inputs)
         limit_threads(sm.threads)
         run = RuleRun(sm)
         if use_torch_device:
@@ -61,3 +73,112 @@ def rule_run(sm, use_torch_device: bool = False):
         sys.stdout, sys.stderr = old_out, old_err
         if stream:
             stream.close()
+
+
+@dataclass
+class LocalJob:
+    """A small job run inside the Snakemake process (a `run:` rule): its own log file, no global side effects."""
+
+    rule: str
+    log: logging.Logger
+    started: str = field(default_factory=now_iso)
+
+    def sidecars(self, outputs, *, inputs=(), config=None, seeds=None, data=None, extra=None):
+        return write_sidecars(outputs, rule=self.rule, inputs=inputs, config=config, seeds=seeds,
+                              started=self.started, device=device_description("cpu"), data=data, extra=extra)
+
+
+@contextlib.contextmanager
+def local_job(rule: str, log_file: str, inputs=None):
+    """Like `rule_run`, for jobs that run in the Snakemake process itself (claims, scorecard): no process to start,
+    so they cost milliseconds.  Nothing global changes (stdout, logging config, thread limits): jobs run side by
+    side in threads, each writing its own log through its own logger.  `inputs`: checked with `verify_inputs`."""
+    logger = logging.getLogger(f"fedrepro.job.{log_file}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_file, mode="w")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    try:
+        if inputs is not None:
+            verify_inputs(inputs)
+        logger.info("rule %s started (in the Snakemake process)", rule)
+        yield LocalJob(rule=rule, log=logger)
+        logger.info("rule %s finished", rule)
+    except BaseException:
+        logger.exception("rule %s failed", rule)
+        raise
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+
+
+@dataclass
+class RunContext:
+    """Everything a runner gets: what to run, with which parameters, reading which files, on what."""
+
+    paper: str
+    experiment: str
+    configuration: str
+    scale: str
+    params: dict                          # the configuration at this scale, plus `seed`
+    inputs: dict[str, str]                # `data`: the prepared dataset; one entry per `needs:` name
+    output: str                           # the run CSV (side files go beside it)
+    threads: int = 1
+    device_preference: str = "auto"
+    log: logging.Logger = field(default_factory=lambda: logging.getLogger("fedrepro"))
+    progress: Callable = field(default=lambda iterable, **kw: iterable)
+
+    @property
+    def seed(self) -> int:
+        return int(self.params["seed"])
+
+    @property
+    def device(self) -> str:
+        """cpu or cuda (config key `device`), decided the first time a runner asks."""
+        if not hasattr(self, "_device"):
+            self._device = choose_device(self.device_preference)
+        return self._device
+
+    def side_file(self, suffix: str) -> str:
+        """A file written beside the run CSV (e.g. model weights), recorded in its own sidecar."""
+        return str(Path(self.output).with_suffix(suffix))
+
+
+@dataclass
+class RunResult:
+    """What a runner returns; the run rule writes it.  `rows` is the tidy frame (one row per seed, step, metric)."""
+
+    rows: Any                                           # pandas.DataFrame
+    seeds: list[int] | None = None                      # default: [ctx.seed]
+    data: dict | None = None                            # dataset -> real|stand-in for data made in the run
+    extra: dict = field(default_factory=dict)           # facts for the sidecar (timing, RNG streams, ...)
+    inputs: list[str] | None = None                     # the inputs read (default: every ctx.inputs file)
+    side_files: list[str] = field(default_factory=list)  # files written beside the CSV
+
+
+def load_runner(spec: str) -> Callable[[RunContext], RunResult]:
+    """'package.module:function' -> the function (the registry's `runner:`)."""
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def verified_side_file(run_csv: str, suffix: str) -> str:
+    """A side file written beside another run's CSV (e.g. `.pt` weights), checked against its own sidecar first:
+    Snakemake tracks the CSV, so a side file changed since its run is refused rather than built upon."""
+    from fedrepro.provenance.hashing import sha256_file
+    from fedrepro.provenance.sidecar import read_sidecar
+
+    path = str(Path(run_csv).with_suffix(suffix))
+    record = read_sidecar(path)
+    if not Path(path).exists() or record is None:
+        raise FileNotFoundError(f"{path} (written by the run of {run_csv}) or its sidecar is missing; rebuild it: "
+                                f"snakemake --cores 2 {run_csv} --forcerun run")
+    actual = sha256_file(path)
+    if actual != record["sha256"]:
+        raise RuntimeError(f"{path} changed since its run recorded it (sha256 {actual[:12]}… != recorded "
+                           f"{record['sha256'][:12]}…); rebuild it: snakemake --cores 2 {run_csv} --forcerun run")
+    return path

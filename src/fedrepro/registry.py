@@ -64,6 +64,20 @@ class Registry:
         scale_params = (e["scales"].get(scale) or {}).get("params") or {}
         return deep_merge(e["configurations"][configuration], scale_params)
 
+    def run_spec(self, paper: str, exp: str, scale: str) -> dict:
+        """How the run job of an experiment executes at a scale: runner, inputs, threads, resources, alone."""
+        e = self.experiment(paper, exp)
+        entry = e["scales"].get(scale) or {}
+        return {"runner": e["runner"], "dataset": e.get("dataset"), "needs": dict(e.get("needs") or {}),
+                "reads": dict(e.get("reads") or {}),
+                "alone": bool(e.get("alone", False)), "threads": int(entry.get("threads", e.get("threads", 1))),
+                "resources": {**(e.get("resources") or {}), **(entry.get("resources") or {})}}
+
+    def run_file(self, paper: str, need: str, scale: str) -> str:
+        """The run CSV named by a `needs:` value '<experiment>/<configuration>'."""
+        exp, _, configuration = need.partition("/")
+        return f"results/{scale}/{paper}/runs/{exp}/{configuration}.csv"
+
     def run_outputs(self, paper: str, exp: str, scale: str) -> list[str]:
         return [f"results/{scale}/{paper}/runs/{exp}/{c}.csv" for c in self.configurations(paper, exp, scale)]
 
@@ -134,9 +148,35 @@ class Registry:
         raise ConfigError(f"unknown claim {ident!r}; claim ids are listed in config/papers/<paper>.yaml under 'claims'")
 
 
+def _check_runner(runner: str, root: Path, where: str, name: str) -> None:
+    """The runner names a function defined in a module under src/ (checked from the source, nothing imported)."""
+    import ast
+
+    module, _, function = runner.partition(":")
+    base = root / "src" / Path(*module.split("."))
+    path = next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
+    if path is None:
+        raise ConfigError(f"{where}: experiments.{name}.runner {runner!r}: no module {module} under src/ "
+                          f"(expected {base.relative_to(root)}.py)")
+    defined = [n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)]
+    if function not in defined:
+        import difflib
+
+        close = difflib.get_close_matches(function, defined, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; functions there: {', '.join(defined)}"
+        raise ConfigError(f"{where}: experiments.{name}.runner {runner!r}: {path.relative_to(root)} defines no "
+                          f"function {function!r}{hint}")
+
+
 def _cross_check(reg: dict, root: Path, where: str) -> None:
     exps = reg["experiments"]
     for name, e in exps.items():
+        _check_runner(e["runner"], root, where, name)
+        for key, need in (e.get("needs") or {}).items():
+            exp, _, configuration = need.partition("/")
+            if exp not in exps or configuration not in exps[exp]["configurations"]:
+                raise ConfigError(f"{where}: experiments.{name}.needs.{key} is {need!r}; it must name "
+                                  f"<experiment>/<configuration> of this registry")
         for scale, entry in e["scales"].items():
             for c in (entry or {}).get("configurations") or []:
                 if c not in e["configurations"]:
@@ -144,7 +184,7 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
                                       f"allowed: {', '.join(e['configurations'])}")
     for name, a in reg["artifacts"].items():
         notebook = f"notebooks/{reg['paper']}/{name}.py"
-        if not (root / notebook).exists() and not (root / a.get("notebook", notebook)).exists():
+        if not (root / notebook).exists():
             raise ConfigError(f"{where}: artifact {name} has no notebook {notebook}; write one (see docs/architecture.md, "
                               f"'Notebooks')")
         for exp in a["experiments"]:

@@ -30,6 +30,8 @@ class Behaviour:
         self.truncate: set = set()   # paths sent with a full Content-Length but only half the body
         self.slow: dict = {}         # path -> seconds to wait before answering
         self.html: set = set()
+        self.no_length: set = set()  # paths sent without Content-Length (the end is the connection's close)
+        self.trickle: dict = {}      # path -> (bytes, seconds): send that many bytes, wait, repeat
         self.hits: dict = {}
 
 
@@ -49,10 +51,19 @@ def _handler(beh: Behaviour):
             body = beh.files[path]
             self.send_response(200)
             self.send_header("Content-Type", "text/html" if path in beh.html else "application/octet-stream")
-            self.send_header("Content-Length", str(len(body)))
+            if path not in beh.no_length:
+                self.send_header("Content-Length", str(len(body)))
             self.end_headers()
+            sent = body[: len(body) // 2] if path in beh.truncate else body
             try:
-                self.wfile.write(body[: len(body) // 2] if path in beh.truncate else body)
+                if path in beh.trickle:
+                    size, pause = beh.trickle[path]
+                    for i in range(0, len(sent), size):
+                        self.wfile.write(sent[i:i + size])
+                        self.wfile.flush()
+                        time.sleep(pause)
+                else:
+                    self.wfile.write(sent)
             except (BrokenPipeError, ConnectionResetError):
                 pass
             if path in beh.truncate:

@@ -125,17 +125,30 @@ def test_html_page_instead_of_file_is_rejected(server, fast_policy, tmp_path):
     assert read_pins(tmp_path) == {} and landed(tmp_path) == []
 
 
+def _tgz(payload: bytes) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        info = tarfile.TarInfo("payload.bin")
+        info.size = len(payload)
+        tf.addfile(info, io.BytesIO(payload))
+    return buf.getvalue()
+
+
 def test_unpublished_checksum_is_pinned_then_enforced(server, fast_policy, tmp_path):
-    data = gzip.compress(PAYLOAD, mtime=0)
+    data = _tgz(PAYLOAD)
     server.beh.files["c.tgz"] = data
     ds = url_dataset(server.base, {"c.tgz": {}})
     assert acquire(ds, tmp_path, policy=fast_policy)["status"] == "real"
     assert read_pins(tmp_path) == {"c.tgz": sha256(data)}
     # the server now serves different bytes; after the local copy is gone the pin rejects them
     (tmp_path / "c.tgz").unlink()
-    server.beh.files["c.tgz"] = gzip.compress(PAYLOAD[::-1], mtime=0)
+    server.beh.files["c.tgz"] = _tgz(PAYLOAD[::-1])
     m = acquire(ds, tmp_path, policy=fast_policy)
     assert m["status"] == "unavailable" and sha256(data) in m["attempts"][0]["error"]
+    assert "pinned.sha256" in m["attempts"][0]["error"]               # where the pin is, if the new bytes are right
     assert landed(tmp_path) == []
 
 

@@ -1,14 +1,18 @@
-# Config loading and validation, the artifact registry -> targets, code dependencies.
-import sys
+# Config loading and validation, the artifact registry -> targets, and code dependencies derived from imports.
+from functools import lru_cache
 
 from snakemake.exceptions import WorkflowError
 
+from fedrepro.codedeps import closure_relpaths
 from fedrepro.config import ConfigError, resolve_config
+from fedrepro.data.registry import load_registry
 from fedrepro.registry import Registry
+from fedrepro.scorecard.expressions import validate_claim_expressions
 
 try:
     _resolved = resolve_config(config, workflow.config_settings.overwrite_config, ROOT)
     REGISTRY = Registry.load(ROOT)
+    validate_claim_expressions(REGISTRY)  # a typo in a claim stops the run here, with file, id and suggestion
 except ConfigError as exc:
     raise WorkflowError(f"fedrepro configuration error:\n{exc}") from None
 config.clear()
@@ -16,68 +20,165 @@ config.update(_resolved)
 SCALE = config["scale"]
 PAPERS = ("gcca", "cvfl", "thesis", "adept")
 
-# Library files every run and render job uses; touching one reruns everything (it is everywhere).
-CORE_CODE = ["src/fedrepro/runtime.py", "src/fedrepro/io.py", "src/fedrepro/pipeline.py",
-             *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "src/fedrepro/provenance").glob("*.py"))]
+# A wall-clock run (registry `alone: true`) takes every `machine` slot, so no other job runs beside it; every
+# other job takes one.  A default global limit, unless the command line sets one (--resources machine=N).
+MACHINE_SLOTS = 1000
+if workflow.global_resources.get("machine") is None:
+    workflow.global_resources["machine"] = MACHINE_SLOTS
+# On one machine, one GPU job at a time (jobs tagged `gpu: 1` run on the CPU where there is no GPU); on a cluster
+# each job gets its own GPU, so no limit there.  `--resources gpu=N` overrides.
+if workflow.local_exec and workflow.global_resources.get("gpu") is None:
+    workflow.global_resources["gpu"] = 1
 
 
-def code(*names):
-    """The src/fedrepro files a job depends on, so a change to them (and only them) reruns it."""
-    files = list(CORE_CODE)
-    for name in names:
-        base = ROOT / "src" / "fedrepro" / name
-        if base.is_dir():
-            files += sorted(str(p.relative_to(ROOT)) for p in base.rglob("*.py"))
-        elif base.with_suffix(".py").exists():
-            files.append(str(base.with_suffix(".py").relative_to(ROOT)))
-        else:
-            raise WorkflowError(f"code dependency {name!r} names no module or package under src/fedrepro")
-    return sorted(set(files))
+@lru_cache(maxsize=None)
+def code(*files, modules=()):
+    """The src/fedrepro files that running `files` (scripts, notebooks) or importing `modules` loads.
+
+    A job depends on exactly these, so editing any module it really imports (and only those) reruns it.
+    """
+    return closure_relpaths(ROOT, files=files, modules=modules)
 
 
 def with_sidecars(files):
     files = list(files)
-    return files + [f + ".prov.json" for f in files]
+    return files + [f"{f}.prov.json" for f in files]
 
 
 def run_params(paper, experiment, configuration, scale):
     """The resolved parameters of one run (a stable dict: the config subset the sidecar records)."""
-    return {**REGISTRY.params(paper, experiment, configuration, scale), "seed": config["seed"]}
+    return {
+        **REGISTRY.params(paper, experiment, configuration, scale),
+        "seed": config["seed"],
+    }
 
 
 def artifact_targets(paper, artifact, scale=None):
     scale = scale or SCALE
     files = REGISTRY.artifact_files(paper, artifact, scale)
-    return with_sidecars(files.values()) + with_sidecars([REGISTRY.claims_file(paper, artifact, scale)])
+    return with_sidecars(files.values()) + with_sidecars(
+        [REGISTRY.claims_file(paper, artifact, scale)]
+    )
 
 
 def paper_targets(paper, scale=None):
     scale = scale or SCALE
-    return [f for _, a, _ in REGISTRY.artifacts(paper, scale) for f in artifact_targets(paper, a, scale)]
+    return [
+        f
+        for _, a, _ in REGISTRY.artifacts(paper, scale)
+        for f in artifact_targets(paper, a, scale)
+    ]
 
 
 def all_targets(scale=None):
     scale = scale or SCALE
     out = [f for p in PAPERS for f in paper_targets(p, scale)]
-    return out + with_sidecars([f"results/{scale}/claims.csv", f"results/{scale}/claims.md",
-                                f"results/{scale}/index.html"])
+    return out + with_sidecars(
+        [
+            f"results/{scale}/claims.csv",
+            f"results/{scale}/claims.md",
+            f"results/{scale}/index.html",
+        ]
+    )
 
 
-# One target per paper (`snakemake gcca`) and one alias per artifact (`snakemake thesis_table5_1`).
-for _paper in PAPERS:
+# ---- data (config/datasets.yaml) ----------------------------------------------------------------------
+try:
+    DATASETS = load_registry(ROOT)
+except ConfigError as exc:
+    raise WorkflowError(f"fedrepro dataset registry error:\n{exc}") from None
 
-    rule:
-        name:
-            _paper
-        input:
-            paper_targets(_paper),
-        localrule: True
+FETCHED = [n for n in DATASETS.names() if not DATASETS[n].derived_from]
 
-for _paper, _artifact, _entry in REGISTRY.artifacts(scale=SCALE):
 
-    rule:
-        name:
-            f"{_paper}_{_artifact}"
-        input:
-            artifact_targets(_paper, _artifact),
-        localrule: True
+def prepared(name):
+    """The prepared file of a dataset, for a paper rule's input (its sidecar comes along)."""
+    DATASETS[name]
+    return f"results/data/{name}/{name}.npz"
+
+
+def data_targets(scale=None):
+    return with_sidecars([prepared(n) for n in DATASETS.needed(scale or SCALE)])
+
+
+def _credential(name):
+    cred = DATASETS[name].credential
+    return (config["data"].get("credentials") or {}).get(cred["key"]) if cred else None
+
+
+# ---- runs (registry experiments) ------------------------------------------------------------------------
+def run_spec(wc):
+    return REGISTRY.run_spec(wc.paper, wc.experiment, wc.scale)
+
+
+def run_inputs(wc):
+    spec = run_spec(wc)
+    inputs = {
+        "code": code(
+            "workflow/scripts/run.py", modules=(spec["runner"].partition(":")[0],)
+        )
+    }
+    if spec["dataset"]:
+        inputs["data"] = prepared(spec["dataset"])
+    for name, need in spec["needs"].items():
+        inputs[name] = REGISTRY.run_file(wc.paper, need, wc.scale)
+    inputs.update(spec["reads"])
+    return inputs
+
+
+def run_resource(key, default=None):
+    return lambda wc: run_spec(wc)["resources"].get(key, default)
+
+
+# ---- renders (registry artifacts) -----------------------------------------------------------------------
+def _artifact_names(kind):
+    names = sorted({a for _, a, e in REGISTRY.artifacts() if e["kind"] == kind})
+    return (
+        "|".join(names) or "(?!)"
+    )  # a regex that matches nothing when no artifact has this kind
+
+
+def render_inputs(wc):
+    notebook = REGISTRY.notebook(wc.paper, wc.artifact)
+    return {
+        "notebook": notebook,
+        "runs": REGISTRY.artifact_runs(wc.paper, wc.artifact, wc.scale),
+        "registry": f"config/papers/{wc.paper}.yaml",
+        "code": code("workflow/scripts/render_notebook.py", notebook),
+    }
+
+
+def render_params(wc):
+    return {"configuration": config["configuration"]}
+
+
+def unknown_target(wc):
+    """Raised at DAG-build time for a target that is neither a file, nor a rule at this scale."""
+    import difflib
+
+    known = [*PAPERS, "all", "data"] + [
+        f"{p}_{a}" for p, a, _ in REGISTRY.artifacts(scale=SCALE)
+    ]
+    elsewhere = sorted(
+        {
+            s
+            for p, a, e in REGISTRY.artifacts()
+            if f"{p}_{a}" == wc.target
+            for s in e["scales"]
+        }
+    )
+    if elsewhere:
+        scale = "paper" if "paper" in elsewhere else elsewhere[0]
+        msg = (
+            f"target {wc.target!r} is built at scale {', '.join(elsewhere)}, not at {SCALE!r}; "
+            f"build it with:  snakemake --cores 8 {wc.target} --config scale={scale}"
+        )
+    else:
+        close = difflib.get_close_matches(wc.target, known, n=3, cutoff=0.6)
+        msg = (
+            f"unknown target {wc.target!r}"
+            + (f"; did you mean {', '.join(close)}?" if close else "")
+            + "\nTargets: all, a paper (gcca, cvfl, thesis, adept), data, or an artifact alias <paper>_<artifact>;"
+            " every artifact with its alias: python -m fedrepro list"
+        )
+    raise WorkflowError(msg)

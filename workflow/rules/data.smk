@@ -3,36 +3,6 @@
 #   results/data/<dataset>/<dataset>.npz        prepared arrays; its .prov.json says data: {<dataset>: real|stand-in}
 # Paper rules take prepared data as input with prepared("<dataset>") and list the dataset under needs: in
 # config/datasets.yaml for the scales that use it.
-from fedrepro.config import ConfigError
-from fedrepro.data.registry import load_registry
-
-try:
-    DATASETS = load_registry(ROOT)
-except ConfigError as exc:
-    raise WorkflowError(f"fedrepro dataset registry error:\n{exc}") from None
-
-FETCHED = [n for n in DATASETS.names() if not DATASETS[n].derived_from]
-FETCH_CODE = code("data/registry", "data/verify", "data/download", "data/sources", "data/extract",
-                  "data/acquire", "data/formats")
-# What turns verified files into results/data/<dataset>/: not the loaders, partitioners or streaming code that
-# only read prepared data (editing those must not re-prepare every dataset and rerun everything downstream).
-PREPARE_CODE = sorted(set(FETCH_CODE) | set(code("data/prepare", "data/standins", "data/images", "data/mimic",
-                                                 "data/text", "data/ehr")))
-
-
-def prepared(name):
-    """The prepared file of a dataset, for a paper rule's input (its sidecar comes along)."""
-    DATASETS[name]
-    return f"results/data/{name}/{name}.npz"
-
-
-def data_targets(scale=None):
-    return with_sidecars([prepared(n) for n in DATASETS.needed(scale or SCALE)])
-
-
-def _credential(name):
-    cred = DATASETS[name].credential
-    return (config["data"].get("credentials") or {}).get(cred["key"]) if cred else None
 
 
 rule data:
@@ -45,23 +15,30 @@ rule data:
 rule data_fetch:
     """Verified raw files of one dataset (sources in order, checksums, pins), or a record of why not."""
     input:
-        code=FETCH_CODE,
+        code=code("workflow/scripts/data_fetch.py"),
     output:
         manifest="results/downloads/{dataset}/manifest.json",
         prov="results/downloads/{dataset}/manifest.json.prov.json",
-    params:
-        cfg=lambda wc: {"dataset": wc.dataset, "files": DATASETS[wc.dataset].files,
-                        "sources": DATASETS[wc.dataset].sources, "on_missing": config["data"]["on_missing"],
-                        "credential": _credential(wc.dataset)},
-    wildcard_constraints:
-        dataset="|".join(FETCHED),
     log:
         "results/downloads/{dataset}/fetch.log",
     benchmark:
         "results/benchmarks/data/fetch_{dataset}.tsv"
+    wildcard_constraints:
+        dataset="|".join(FETCHED),
+    conda:
+        "../../environment.yml"
     threads: 1
     resources:
         mem_mb=3000,
+        machine=1,
+    params:
+        cfg=lambda wc: {
+            "dataset": wc.dataset,
+            "files": DATASETS[wc.dataset].files,
+            "sources": DATASETS[wc.dataset].sources,
+            "on_missing": config["data"]["on_missing"],
+            "credential": _credential(wc.dataset),
+        },
     script:
         "../scripts/data_fetch.py"
 
@@ -70,21 +47,28 @@ rule data_prepare:
     """results/data/<dataset>/<dataset>.npz from the verified files, or the declared stand-in."""
     input:
         manifest=lambda wc: f"results/downloads/{DATASETS.fetch_name(wc.dataset)}/manifest.json",
-        code=PREPARE_CODE,
+        code=code("workflow/scripts/data_prepare.py"),
     output:
         npz="results/data/{dataset}/{dataset}.npz",
         prov="results/data/{dataset}/{dataset}.npz.prov.json",
-    params:
-        cfg=lambda wc: {"dataset": wc.dataset, "prepare": DATASETS[wc.dataset].prepare,
-                        "standin": DATASETS[wc.dataset].standin, "on_missing": config["data"]["on_missing"]},
-    wildcard_constraints:
-        dataset="|".join(DATASETS.names()),
     log:
         "results/data/{dataset}/prepare.log",
     benchmark:
         "results/benchmarks/data/prepare_{dataset}.tsv"
+    wildcard_constraints:
+        dataset="|".join(DATASETS.names()),
+    conda:
+        "../../environment.yml"
     threads: 1
     resources:
         mem_mb=4000,
+        machine=1,
+    params:
+        cfg=lambda wc: {
+            "dataset": wc.dataset,
+            "prepare": DATASETS[wc.dataset].prepare,
+            "standin": DATASETS[wc.dataset].standin,
+            "on_missing": config["data"]["on_missing"],
+        },
     script:
         "../scripts/data_prepare.py"

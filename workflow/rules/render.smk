@@ -4,48 +4,43 @@
 report: "../report/workflow.rst"
 
 
-def _artifact_names(kind):
-    names = sorted({a for _, a, e in REGISTRY.artifacts() if e["kind"] == kind})
-    return "|".join(names) or "(?!)"  # a regex that matches nothing when no artifact has this kind
-
-
-def render_inputs(wc):
-    entry = REGISTRY.artifact(wc.paper, wc.artifact)
-    experiments = [REGISTRY.experiment(wc.paper, e) for e in entry["experiments"]]
-    packages = {pkg for e in experiments for pkg in e["code"]} | set(entry.get("code", [])) | {"plotting"}
-    return {
-        "notebook": entry["notebook"],
-        "runs": REGISTRY.artifact_runs(wc.paper, wc.artifact, wc.scale),
-        "registry": f"config/papers/{wc.paper}.yaml",
-        "code": code(*sorted(packages), "registry", "config"),
-    }
-
-
-def render_params(wc):
-    entry = REGISTRY.artifact(wc.paper, wc.artifact)
-    return {"configuration": config["configuration"], "label": entry["label"], "caption": entry["caption"],
-            **entry.get("parameters", {})}
-
-
 rule render_table:
     """Execute an artifact's notebook with papermill: the table (CSV + Markdown) and the executed notebook."""
     input:
         unpack(render_inputs),
     output:
-        csv=report("results/{scale}/{paper}/tables/{artifact}.csv", caption="../report/artifact.rst",
-                   category="{paper}", labels={"artifact": "{artifact}", "kind": "table"}),
+        csv=report(
+            "results/{scale}/{paper}/tables/{artifact}.csv",
+            caption="../report/artifact.rst",
+            category="{paper}",
+            subcategory="{artifact}",
+            labels={"artifact": "{artifact}", "kind": "table"},
+        ),
         md="results/{scale}/{paper}/tables/{artifact}.md",
         ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
         html="results/{scale}/{paper}/notebooks/{artifact}.html",
-        provs=[f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
-           for d, x in (("tables", "csv"), ("tables", "md"), ("notebooks", "ipynb"), ("notebooks", "html"))],
-    wildcard_constraints:
-        artifact=_artifact_names("table"),
-    params:
-        nb=render_params,
+        provs=[
+            f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
+            for d, x in (
+                ("tables", "csv"),
+                ("tables", "md"),
+                ("notebooks", "ipynb"),
+                ("notebooks", "html"),
+            )
+        ],
     log:
         "results/{scale}/{paper}/logs/render/{artifact}.log",
+    wildcard_constraints:
+        artifact=_artifact_names("table"),
+    conda:
+        "../../environment.yml"
     threads: 1
+    resources:
+        machine=1,
+    params:
+        nb=render_params,
+        label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
+        caption=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["caption"],
     script:
         "../scripts/render_notebook.py"
 
@@ -57,20 +52,38 @@ rule render_figure:
     output:
         csv="results/{scale}/{paper}/figures/{artifact}.csv",
         pdf="results/{scale}/{paper}/figures/{artifact}.pdf",
-        png=report("results/{scale}/{paper}/figures/{artifact}.png", caption="../report/artifact.rst",
-                   category="{paper}", labels={"artifact": "{artifact}", "kind": "figure"}),
+        png=report(
+            "results/{scale}/{paper}/figures/{artifact}.png",
+            caption="../report/artifact.rst",
+            category="{paper}",
+            subcategory="{artifact}",
+            labels={"artifact": "{artifact}", "kind": "figure"},
+        ),
         ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
         html="results/{scale}/{paper}/notebooks/{artifact}.html",
-        provs=[f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
-               for d, x in (("figures", "csv"), ("figures", "pdf"), ("figures", "png"),
-                            ("notebooks", "ipynb"), ("notebooks", "html"))],
-    wildcard_constraints:
-        artifact=_artifact_names("figure"),
-    params:
-        nb=render_params,
+        provs=[
+            f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
+            for d, x in (
+                ("figures", "csv"),
+                ("figures", "pdf"),
+                ("figures", "png"),
+                ("notebooks", "ipynb"),
+                ("notebooks", "html"),
+            )
+        ],
     log:
         "results/{scale}/{paper}/logs/render/{artifact}.log",
+    wildcard_constraints:
+        artifact=_artifact_names("figure"),
+    conda:
+        "../../environment.yml"
     threads: 1
+    resources:
+        machine=1,
+    params:
+        nb=render_params,
+        label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
+        caption=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["caption"],
     script:
         "../scripts/render_notebook.py"
 
@@ -80,33 +93,59 @@ rule claims_artifact:
     input:
         data=lambda wc: REGISTRY.artifact_data(wc.paper, wc.artifact, wc.scale),
         registry="config/papers/{paper}.yaml",
-        code=code("scorecard", "registry", "config"),
+        code=code(modules=("fedrepro.scorecard.jobs",)),
     output:
-        csv="results/{scale}/{paper}/claims/{artifact}.csv",
+        csv=report(
+            "results/{scale}/{paper}/claims/{artifact}.csv",
+            caption="../report/claims.rst",
+            category="{paper}",
+            subcategory="{artifact}",
+            labels={"artifact": "{artifact}", "kind": "claims"},
+        ),
         prov="results/{scale}/{paper}/claims/{artifact}.csv.prov.json",
     log:
         "results/{scale}/{paper}/logs/claims/{artifact}.log",
     localrule: True
-    script:
-        "../scripts/claims_artifact.py"
+    resources:
+        machine=1,
+    params:
+        label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
+    run:
+        # in the Snakemake process: a job of milliseconds needs no Python process of its own
+        from fedrepro.scorecard.jobs import judge_artifact
+
+        judge_artifact(wildcards, input, output.csv, log[0])
 
 
 rule scorecard:
     """results/<scale>/claims.{csv,md} and the index page of every artifact."""
     input:
-        claims=lambda wc: [REGISTRY.claims_file(p, a, wc.scale) for p, a, _ in REGISTRY.artifacts(scale=wc.scale)],
-        artifacts=lambda wc: [f for p, a, _ in REGISTRY.artifacts(scale=wc.scale)
-                              for f in REGISTRY.artifact_files(p, a, wc.scale).values()],
+        claims=lambda wc: [
+            REGISTRY.claims_file(p, a, wc.scale)
+            for p, a, _ in REGISTRY.artifacts(scale=wc.scale)
+        ],
+        artifacts=lambda wc: [
+            f
+            for p, a, _ in REGISTRY.artifacts(scale=wc.scale)
+            for f in REGISTRY.artifact_files(p, a, wc.scale).values()
+        ],
         registries=[f"config/papers/{p}.yaml" for p in PAPERS],
-        code=code("scorecard", "registry", "config", "plotting"),
+        code=code(modules=("fedrepro.scorecard.jobs",)),
     output:
         csv="results/{scale}/claims.csv",
         md="results/{scale}/claims.md",
         html="results/{scale}/index.html",
-        provs=["results/{scale}/claims.csv.prov.json", "results/{scale}/claims.md.prov.json",
-               "results/{scale}/index.html.prov.json"],
+        provs=[
+            "results/{scale}/claims.csv.prov.json",
+            "results/{scale}/claims.md.prov.json",
+            "results/{scale}/index.html.prov.json",
+        ],
     log:
         "results/{scale}/logs/scorecard.log",
     localrule: True
-    script:
-        "../scripts/scorecard.py"
+    resources:
+        machine=1,
+    run:
+        from fedrepro.scorecard.jobs import write_scorecard
+
+        write_scorecard(wildcards.scale, input, output, log[0])

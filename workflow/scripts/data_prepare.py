@@ -12,7 +12,7 @@ sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 with rule_run(sm) as run:
     ds = load_registry(".")[sm.wildcards.dataset]
     manifest = json.loads(Path(sm.input.manifest).read_text())
-    result = prepare(ds, manifest, Path(sm.output.npz).parent, on_missing=sm.params.cfg["on_missing"],
+    result = prepare(ds, manifest, Path(sm.output.npz).parent, on_missing=sm.params.cfg["on_missing"], scale=sm.config["scale"],
                      downloads_dir=Path(sm.input.manifest).parent, policy=HttpPolicy.from_config(sm.config["data"]))
     if result.status == "stand-in":
         run.log.warning("%s is a STAND-IN (%s): %s", ds.name, ds.standin["generator"], ds.standin["differs"])

@@ -134,3 +134,47 @@ def train_featnet(split, p: dict, seed: int):
         xt = torch.from_numpy(split.x_test).float()
         acc = float((net(xt).argmax(1).numpy() == split.y_test).mean())
     return copy.deepcopy(net), acc
+
+
+def _rng_for(ctx):
+    """Named numpy streams per cell: rng_stream(seed, 'adept', experiment, *keys)."""
+    from fedrepro.runtime import rng_stream
+
+    return lambda *keys: rng_stream(ctx.seed, "adept", ctx.experiment, *[k if isinstance(k, int) else str(k) for k in keys])
+
+
+STREAMS = "rng_stream(seed, 'adept', '{}', cell..., name); torch seeds 1000*run_seed + client"
+
+
+def table3(ctx):
+    """Runner of Table 3 / Figs. 3-4 (ADEPT-DGM on MNIST); input `featnet`: the proxy feature network's run."""
+    import pandas as pd
+
+    from fedrepro.data.loaders import load_images
+    from fedrepro.pipeline import RunResult
+    from fedrepro.pipeline import verified_side_file
+
+    torch.manual_seed(ctx.seed)
+    split = load_images(ctx.inputs["data"], scale=True, channels_first=True)
+    weights = verified_side_file(ctx.inputs["featnet"], ".pt")
+    rows, facts = run_table3(ctx.params, split, weights, _rng_for(ctx), log=ctx.log.info)
+    return RunResult(pd.DataFrame(rows), inputs=[ctx.inputs["data"], ctx.inputs["featnet"], weights],
+                     extra={"streams": STREAMS.format(ctx.experiment), **facts})
+
+
+def featnet(ctx):
+    """Runner of the proxy FID/KID feature network: test accuracy as the CSV, the weights beside it (`.pt`)."""
+    import pandas as pd
+
+    from fedrepro.data.loaders import load_images
+    from fedrepro.io import atomic_path
+    from fedrepro.pipeline import RunResult
+
+    split = load_images(ctx.inputs["data"], scale=True, channels_first=True)
+    net, acc = train_featnet(split, ctx.params, ctx.seed)
+    weights = ctx.side_file(".pt")
+    with atomic_path(weights) as tmp:
+        torch.save(net.state_dict(), tmp)
+    ctx.log.info("feature net: test accuracy %.4f", acc)
+    rows = pd.DataFrame([dict(seed=ctx.seed, step=int(ctx.params["epochs"]), metric="test_accuracy", value=acc)])
+    return RunResult(rows, side_files=[weights], extra={"test_accuracy": acc, "data_status": split.status})

@@ -221,3 +221,17 @@ def run_experiment(params: dict, data_path: str, *, device: str = "cpu", log=pri
         timing.append({**run, "seed": seed, "wall_s": round(facts["wall"], 2)})
         log(f"{dataset} {run} seed {seed}: {facts['wall']:.1f} s, final metric {r[-1]['test_metric']:.3f}")
     return pd.DataFrame(rows), {"status": status, "timing": timing}
+
+
+def run(ctx):
+    """Runner of every C-VFL training experiment: the whole grid (compressors x b x Q x M x seeds) of a configuration."""
+    from fedrepro.pipeline import RunResult
+
+    rows, facts = run_experiment(ctx.params, ctx.inputs["data"], device=ctx.device, log=ctx.log.info)
+    rows.insert(0, "configuration", ctx.configuration)
+    rows.insert(1, "experiment", ctx.experiment)
+    ctx.log.info("%s/%s: %d runs", ctx.experiment, ctx.configuration, len(facts["timing"]))
+    return RunResult(rows, seeds=sorted({int(s) for s in rows["seed"]}),
+                     extra={"timing": facts["timing"],
+                            "streams": "torch.manual_seed(seed) for init; numpy default_rng(seed) batch order; "
+                                       "torch.Generator(seed + 7919) shared dither (A-7)"})

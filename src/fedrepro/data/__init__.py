@@ -15,24 +15,52 @@ Layout of the package (small modules, each with one job):
   multiview   vertical splits across parties, multi-view construction
 """
 
-from fedrepro.data.acquire import DataUnavailable, acquire
-from fedrepro.data.download import DownloadError, HttpPolicy, http_download
-from fedrepro.data.loaders import (load_cifar10, load_cooccurrence_views, load_fashion_mnist, load_image_index,
-                                   load_images, load_mnist, load_multiview, load_parallel_text, load_timeseries,
-                                   prepared_path, to_torch)
-from fedrepro.data.multiview import (feature_blocks, holdout, image_grid, image_quadrants, two_view_noisy,
-                                     view_groups, within_group_shuffle)
-from fedrepro.data.partition import (dirichlet_split, iid_split, node_split, one_class_per_client, owner_vector,
-                                     sorted_shards)
-from fedrepro.data.prepare import prepare
-from fedrepro.data.registry import Dataset, DatasetRegistry, load_registry
-from fedrepro.data.verify import ChecksumMismatch
+# Names resolve lazily (PEP 562): importing one submodule (e.g. `fedrepro.data.prepare`) must not import every
+# loader, so a job's code dependencies (derived from imports) stay the modules it really uses, and start-up stays fast.
+_EXPORTS = {
+    "ChecksumMismatch": "fedrepro.data.verify",
+    "DataUnavailable": "fedrepro.data.acquire",
+    "Dataset": "fedrepro.data.registry",
+    "DatasetRegistry": "fedrepro.data.registry",
+    "DownloadError": "fedrepro.data.download",
+    "HttpPolicy": "fedrepro.data.download",
+    "acquire": "fedrepro.data.acquire",
+    "dirichlet_split": "fedrepro.data.partition",
+    "feature_blocks": "fedrepro.data.multiview",
+    "holdout": "fedrepro.data.multiview",
+    "http_download": "fedrepro.data.download",
+    "iid_split": "fedrepro.data.partition",
+    "image_grid": "fedrepro.data.multiview",
+    "image_quadrants": "fedrepro.data.multiview",
+    "load_cifar10": "fedrepro.data.loaders",
+    "load_cooccurrence_views": "fedrepro.data.loaders",
+    "load_fashion_mnist": "fedrepro.data.loaders",
+    "load_image_index": "fedrepro.data.loaders",
+    "load_images": "fedrepro.data.loaders",
+    "load_mnist": "fedrepro.data.loaders",
+    "load_multiview": "fedrepro.data.loaders",
+    "load_parallel_text": "fedrepro.data.loaders",
+    "load_registry": "fedrepro.data.registry",
+    "load_timeseries": "fedrepro.data.loaders",
+    "node_split": "fedrepro.data.partition",
+    "one_class_per_client": "fedrepro.data.partition",
+    "owner_vector": "fedrepro.data.partition",
+    "prepare": "fedrepro.data.prepare",
+    "prepared_path": "fedrepro.data.loaders",
+    "sorted_shards": "fedrepro.data.partition",
+    "to_torch": "fedrepro.data.loaders",
+    "two_view_noisy": "fedrepro.data.multiview",
+    "view_groups": "fedrepro.data.multiview",
+    "within_group_shuffle": "fedrepro.data.multiview",
+}
 
-__all__ = [
-    "ChecksumMismatch", "DataUnavailable", "Dataset", "DatasetRegistry", "DownloadError", "HttpPolicy", "acquire",
-    "dirichlet_split", "feature_blocks", "holdout", "http_download", "iid_split", "image_grid", "image_quadrants",
-    "load_cifar10", "load_cooccurrence_views", "load_fashion_mnist", "load_image_index", "load_images", "load_mnist",
-    "load_multiview", "load_parallel_text", "load_registry", "load_timeseries", "node_split", "one_class_per_client",
-    "owner_vector", "prepare", "prepared_path", "sorted_shards", "to_torch", "two_view_noisy", "view_groups",
-    "within_group_shuffle",
-]
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

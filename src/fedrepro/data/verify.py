@@ -58,6 +58,123 @@ def compare(actual: Mapping, expected: Mapping, what: str) -> None:
             raise ChecksumMismatch(what, algo, accepted if len(accepted) > 1 else accepted[0], actual[algo])
 
 
+# ---- format checks: a file without a published checksum is read whole before its hash is trusted ---------
+
+def _drain(stream) -> None:
+    while stream.read(_CHUNK):
+        pass
+
+
+def _check_tar(path: Path) -> None:
+    import tarfile
+
+    with tarfile.open(path, "r:*") as tf:      # decompresses every byte: a truncated .tgz raises EOFError
+        for member in tf:
+            if member.isfile():
+                _drain(tf.extractfile(member))
+
+
+def _check_zip(path: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:          # no central directory (a cut-off zip) raises BadZipFile
+        bad = zf.testzip()                     # reads every member and checks its CRC
+        if bad is not None:
+            raise ValueError(f"member {bad} is corrupt (CRC mismatch)")
+        if path.suffix == ".npz":
+            import numpy as np
+
+            with np.load(path, allow_pickle=False) as z:
+                for key in z.files:
+                    z[key]
+
+
+def _check_stream(path: Path, opener) -> None:
+    with opener(path, "rb") as f:
+        _drain(f)
+
+
+def _check_csv(path: Path) -> None:
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="strict") as f:
+        rows = csv.reader(f)
+        header = next(rows, None)
+        if not header:
+            raise ValueError("empty CSV")
+        for i, row in enumerate(rows, start=2):
+            if row and len(row) != len(header):
+                raise ValueError(f"line {i} has {len(row)} fields, the header {len(header)} (cut off?)")
+
+
+def _check_npy(path: Path) -> None:
+    import numpy as np
+
+    np.load(path, allow_pickle=False)
+
+
+def _check_json(path: Path) -> None:
+    import json
+
+    json.loads(path.read_text(encoding="utf-8"))
+
+
+def _check_idx(path: Path) -> None:
+    from fedrepro.data.formats import read_idx
+
+    read_idx(path)
+
+
+def _format_checker(name: str):
+    import bz2
+    import gzip
+    import lzma
+
+    low = name.lower()
+    if low.endswith((".tar", ".tgz", ".tar.gz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")):
+        return "tar archive", _check_tar
+    if low.endswith((".zip", ".npz", ".whl")):
+        return "zip archive", _check_zip
+    for ext, opener in ((".gz", gzip.open), (".bz2", bz2.open), (".xz", lzma.open)):
+        if low.endswith(ext):
+            return f"{ext[1:]} stream", lambda p, o=opener: _check_stream(p, o)
+    if low.endswith(".csv"):
+        return "CSV table", _check_csv
+    if low.endswith(".npy"):
+        return "npy array", _check_npy
+    if low.endswith(".json"):
+        return "JSON document", _check_json
+    if low.endswith("-ubyte"):
+        return "idx file", _check_idx
+    return None, None
+
+
+def format_problem(path: str | Path, name: str | None = None) -> str | None:
+    """Why `path` is not a complete file of the kind its name says, or None when it reads whole.
+
+    Archives are listed and every member decompressed, zips CRC-checked, npz/npy loaded, CSVs parsed (every row
+    as wide as the header; a cut inside a row's last field cannot be seen), gz/bz2/xz streams decompressed to
+    the end.  A name without a known extension only
+    gets the HTML-page check.  Used before pinning a file that has no published checksum.
+    """
+    path = Path(path)
+    name = name or path.name
+    with open(path, "rb") as f:
+        head = f.read(512)
+    if not head:
+        return "an empty file"
+    if head.lstrip()[:1] == b"<" and b"html" in head.lower():
+        return "an HTML page, not data"
+    kind, checker = _format_checker(name)
+    if checker is None:
+        return None
+    try:
+        checker(path)
+    except Exception as exc:  # noqa: BLE001 - any failure to read it whole means: not a complete file
+        return f"not a complete {kind} ({type(exc).__name__}: {exc})"
+    return None
+
+
 def has_checksum(expected: Mapping) -> bool:
     return bool(expected.get("md5") or expected.get("sha256"))
 

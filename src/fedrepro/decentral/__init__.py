@@ -6,8 +6,9 @@ CHOCO-SGD (H = 1, c = 0) and vanilla decentralized SGD (identity compressor, γ 
 stacked parameter matrix X of shape (n, d); the gradient oracle is batched over nodes.
 
 Modules: topology (graphs, mixing matrices, spectral gap), schedules (learning rate, trigger threshold),
-trigger, engine, linkmodel (100 Kbps airtime / wall clock), metrics (bits/rounds/time to target),
-experiments (the Fig. 3.1-3.4 runs).
+trigger, engine, linkmodel (100 Kbps airtime / wall clock), conventions (bit counts), experiments (the
+Fig. 3.1-3.4 runs), figures (the figures' data: curves, bits/rounds/time to target, savings) and artifacts
+(one function per thesis figure: draws it and writes its outputs).
 """
 
 import importlib

@@ -18,7 +18,7 @@ import torch
 
 from fedrepro.comm.conventions import thesis_bits_per_step
 from fedrepro.decentral.engine import DecentralEngine, method_config
-from fedrepro.decentral.labels import CONVENTIONS, METHOD_LABELS  # noqa: F401  (re-exported)
+from fedrepro.decentral.conventions import CONVENTIONS
 from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
 from fedrepro.runtime import rng_stream
@@ -410,3 +410,22 @@ def calibrate_trigger(params: dict, make_task, seed: int, log=print) -> dict:
     c0 = float(params["trigger"].get("c0", 1.0))
     log(f"  trigger calibration (A-22): c_init = {c_init:.4g} (30th percentile of {r.size} ratios), scale {c_init / c0:.4g}")
     return {"c_init": c_init, "scale": c_init / c0, "n_ratios": int(r.size)}
+
+
+def run(ctx):
+    """Runner of Figs. 3.1 / 3.2 / 3.4 (every method) and fig3_4_trigger (SQuARM at every threshold scale)."""
+    from fedrepro.pipeline import RunResult
+
+    torch.set_num_threads(max(1, int(ctx.threads)))
+    device = "cpu" if ctx.params["model"] == "logreg" else ctx.device  # MNIST logistic regression runs on the CPU
+    make_task, status, info = make_task_factory(ctx.params, ctx.inputs["data"], device=device)
+    params = prepare_params(ctx.params, info)
+    rows, facts = run_experiment(params, make_task, log=ctx.log.info)
+    ctx.log.info("%s/%s: %d iterations x %d runs", ctx.experiment, ctx.configuration, int(params["T"]),
+                 len(facts["runs"]))
+    return RunResult(rows, seeds=[ctx.seed + i for i in range(int(params.get("seeds", 1)))],
+                     extra={"T": int(params["T"]), "iters_per_epoch": int(params.get("iters_per_epoch", 1)),
+                            "runs": facts["runs"], "gamma_tuning": facts["gamma_tuning"],
+                            "trigger_calibration": facts.get("trigger_calibration"), "data_status": status,
+                            "streams": "rng_stream(seed, 'decentral', name), name in partition, minibatch, "
+                                       "train_eval, topology, <method>/compressor"})

@@ -11,11 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fedrepro.decentral.labels import CONVENTIONS, METHOD_LABELS
+from fedrepro.decentral.conventions import CONVENTIONS
 from fedrepro.decentral.linkmodel import RATE_100KBPS, TAU_OH, airtime, wall_clock
-
-COLORS = {"squarm": "#d62728", "squarm_noet": "#ff9896", "choco_sign": "#1f77b4", "choco_topk": "#2ca02c",
-          "vanilla": "#7f7f7f"}
+from fedrepro.plotting import label
 
 
 def curves(runs: pd.DataFrame, by: tuple[str, ...] = ("method",)) -> pd.DataFrame:
@@ -63,7 +61,7 @@ def summary(cur: pd.DataFrame, *, metric: str, target: float, higher: bool, n_no
         van = cc[cc.method == "vanilla"]
         for m, c in cc.groupby("method", sort=False):
             h, last = hit[m], c.iloc[-1]
-            r = {"configuration": conf, "row": "summary", "method": m, "label": METHOD_LABELS.get(m, m),
+            r = {"configuration": conf, "row": "summary", "method": m, "label": label(m),
                  "target": tgt, "target_rule": how, "reached": int(h is not None),
                  "final_" + metric: float(last[metric]), "final_train_loss": float(last["train_loss"]),
                  "final_test_error": float(last["test_error"]), "final_test_acc": float(last["test_acc"]),
@@ -108,69 +106,6 @@ def figure_data(runs: pd.DataFrame, *, metric: str, target: float, higher: bool,
     cur["wall_s"] = [float(wall_clock(s, a, r, taus[c])) for s, a, r, c in
                      zip(cur["step"], cur["airtime_bits"], cur["rounds"], cur["configuration"])]
     return pd.concat([cur, summ], ignore_index=True, sort=False)
-
-
-def plot_panels(data: pd.DataFrame, configuration: str, panels: list[tuple[str, str, bool, str]], title: str = "",
-                target: float | None = None):
-    """panels: (x column, y column, log x, panel title).  Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    from fedrepro.plotting import apply_style
-
-    apply_style()
-    cur = data[(data.row == "curve") & (data.configuration == configuration)]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8))
-    axes = np.atleast_1d(axes)
-    for ax, (x, y, logx, ptitle) in zip(axes, panels):
-        for m, c in cur.groupby("method", sort=False):
-            c = c[c[x] > 0] if logx else c
-            ax.plot(c[x], c[y], label=METHOD_LABELS.get(m, m), color=COLORS.get(m))
-        if logx:
-            ax.set_xscale("log")
-        if target is not None and y in ("test_error", "test_acc"):
-            ax.axhline(target, color="k", lw=0.7, ls=":")
-        ax.set(xlabel=x.replace("_", " "), ylabel=y.replace("_", " "), title=ptitle)
-    axes[0].legend(fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def time_bars(data: pd.DataFrame, configuration: str, ax, column: str = "wall_s_to_target", title: str = ""):
-    s = data[(data.row == "summary") & (data.configuration == configuration)]
-    ax.bar([METHOD_LABELS.get(m, m).replace(" decentralized", "\ndecentralized") for m in s.method],
-           s[column].fillna(0), color=[COLORS.get(m) for m in s.method])
-    ax.set_yscale("log")
-    ax.set(ylabel="seconds to target", title=title)
-    ax.tick_params(axis="x", labelsize=6)
-
-
-def fig3_3_figure(data: pd.DataFrame, configuration: str, title: str = "", target: float | None = None):
-    """(a) accuracy vs airtime at 100 Kbps, (b-i) total time to target per scheme (bars, log y; measured compute
-    time), (b-ii) accuracy vs wall-clock (ERRATA E-4: both readings of panel (b))."""
-    import matplotlib.pyplot as plt
-
-    from fedrepro.plotting import apply_style
-
-    apply_style()
-    cur = data[(data.row == "curve") & (data.configuration == configuration)]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 3.9))
-    for ax, x, t in ((axes[0], "airtime_s", "(a) accuracy vs communication time"),
-                     (axes[2], "wall_s", "(b-ii) accuracy vs wall-clock")):
-        for m, c in cur.groupby("method", sort=False):
-            c = c[c[x] > 0]
-            ax.plot(c[x], c["test_acc"], label=METHOD_LABELS.get(m, m), color=COLORS.get(m))
-        ax.set(xscale="log", xlabel=f"{x.replace('_s', '')} [s] at 100 Kbps", ylabel="Top-1 test accuracy", title=t)
-        if target is not None:
-            ax.axhline(target, color="k", lw=0.7, ls=":")
-    tgt = data[(data.row == "summary") & (data.configuration == configuration)]["target"]
-    time_bars(data, configuration, axes[1], title=f"(b-i) total time to Top-1 {float(tgt.iloc[0]):.3f}" if len(tgt) else "")
-    axes[0].legend(fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
 
 
 # ---- the event-trigger threshold sweep (spec RISK R-1, §7.2; artifact fig3_4_trigger) ----------------------
@@ -233,96 +168,3 @@ def trigger_sweep_data(runs: pd.DataFrame, *, metric: str = "test_error", target
             summ.loc[idx, f"bits_to_target_vs_{name}"] = sub["bits_B32_to_target"] / b
             summ.loc[idx, f"final_{metric}_minus_{name}"] = sub["final_" + metric] - e
     return pd.concat([cur, summ], ignore_index=True, sort=False)
-
-
-def scale_label(s: float) -> str:
-    """0 -> '0 (no trigger)', 1 -> '1 (as specified)', powers of ten as 10^k."""
-    if s == 0:
-        return "0 (no trigger)"
-    if s == 1:
-        return "1 (as specified)"
-    k = np.log10(s)
-    return f"$10^{{{int(round(k))}}}$" if abs(k - round(k)) < 1e-9 else f"{s:g}"
-
-
-def trigger_sweep_figure(data: pd.DataFrame, configuration: str, metric: str = "test_error", title: str = ""):
-    """(a) observed trigger rate vs threshold scale (log x; scale 0 drawn one decade left of the smallest positive
-    scale), (b) metric vs total bits (B32, log x) per scale, (c) bits to target (left, log) and final metric (right)
-    vs the trigger rate."""
-    import matplotlib.pyplot as plt
-
-    from fedrepro.plotting import apply_style
-
-    apply_style()
-    cur = data[(data.row == "curve") & (data.configuration == configuration)]
-    summ = data[(data.row == "summary") & (data.configuration == configuration)].sort_values("trigger_scale")
-    scales = summ["trigger_scale"].to_numpy(dtype=float)
-    cmap = plt.get_cmap("viridis")
-    colors = {s: cmap(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)}
-    pos = scales[scales > 0]
-    zero_x = (pos.min() / 10) if pos.size else 0.1
-    xs = np.where(scales > 0, scales, zero_x)
-    tgt = float(summ["target"].iloc[0]) if len(summ) else np.nan
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-
-    ax = axes[0]
-    ax.plot(xs, summ["trigger_rate"], color="0.6", lw=1, zorder=1)
-    for x, s, rate in zip(xs, scales, summ["trigger_rate"]):
-        ax.scatter([x], [rate], color=colors[s], s=40, zorder=2, marker="s" if s == 0 else "o")
-        ax.annotate(f"{rate:.3f}", (x, rate), textcoords="offset points", xytext=(3, 5), fontsize=6)
-    ax.set_xscale("log")
-    ticks = [zero_x, *pos]
-    ax.set_xticks(ticks, ["0"] + [f"{s:g}" if s < 1000 else f"$10^{{{int(round(np.log10(s)))}}}$" for s in pos])
-    ax.minorticks_off()
-    ax.set(xlabel="threshold scale s (threshold s·c_t·η_t²; 0 = no trigger)", ylabel="observed trigger rate",
-           ylim=(-0.03, 1.05), title="(a) trigger rate vs threshold scale")
-    ax.axhline(1.0, color="k", lw=0.6, ls=":")
-
-    ax = axes[1]
-    for s in scales:
-        c = cur[(cur.trigger_scale == s) & (cur.bits_B32 > 0)]
-        ax.plot(c["bits_B32"], c[metric], color=colors[s], label=f"s = {scale_label(s)}")
-    ax.set_xscale("log")
-    if np.isfinite(tgt):
-        ax.axhline(tgt, color="k", lw=0.7, ls="-", label=f"common target of the scales ({tgt:.3f})")
-    tgt_ref = float(summ["target_fig3_4"].iloc[0]) if "target_fig3_4" in summ and len(summ) else np.nan
-    if np.isfinite(tgt_ref):
-        ax.axhline(tgt_ref, color="k", lw=0.7, ls="--", label=f"Fig. 3.4's target ({tgt_ref:.3f})")
-    ax.set(xlabel="total bits (B32)", ylabel=metric.replace("_", " "), title=f"(b) {metric.replace('_', ' ')} vs bits")
-    ax.legend(fontsize=6, ncol=2, loc="upper left")
-
-    ax = axes[2]
-    from matplotlib.lines import Line2D
-
-    rate = summ["trigger_rate"].to_numpy()
-    handles = []
-    series = [("bits_B32_to_target", "reached", tgt, "common target of the scales", "o", "-")]
-    tgt_ref = float(summ["target_fig3_4"].iloc[0]) if "target_fig3_4" in summ and len(summ) else np.nan
-    if np.isfinite(tgt_ref):
-        series.insert(0, ("bits_B32_to_fig3_4_target", "reached_fig3_4_target", tgt_ref, "Fig. 3.4's target", "D", "--"))
-    for j, (col, ok_col, level, name, marker, ls) in enumerate(series):
-        ok = summ[ok_col].to_numpy() == 1
-        bits = np.where(ok, summ[col], summ["final_bits_B32"])
-        ax.plot(rate, bits, color="0.6", lw=0.8, ls=ls, zorder=1)
-        for i, (r, b, s, hit) in enumerate(zip(rate, bits, scales, ok)):
-            ax.scatter([r], [b], s=36, zorder=2, marker=marker if hit else "^", edgecolors=[colors[s]],
-                       facecolors=[colors[s]] if hit else "none")
-            if j == len(series) - 1:
-                ax.annotate(f"s={s:g}", (r, b), textcoords="offset points", xytext=(-6, 7 if i % 2 == 0 else -12),
-                            fontsize=6, color=colors[s])
-        handles.append(Line2D([], [], marker=marker, color="0.4", ls=ls, label=f"bits to {name} ({level:.3f})"))
-    handles.append(Line2D([], [], marker="^", color="0.4", mfc="none", ls="", label="not reached: final bits"))
-    ax.set_yscale("log")
-    ax.set_xlim(-0.06, 1.06)
-    ax.set(xlabel="observed trigger rate", ylabel=f"bits (B32) to {metric.replace('_', ' ')} target",
-           title="(c) bits to target and final error vs trigger rate")
-    ax2 = ax.twinx()
-    ax2.plot(rate, summ["final_" + metric], color="tab:red", lw=0.8, ls=":", marker="x")
-    ax2.set_ylabel("final " + metric.replace("_", " "), color="tab:red")
-    ax2.tick_params(axis="y", colors="tab:red")
-    handles.append(Line2D([], [], marker="x", color="tab:red", ls=":", label="final " + metric.replace("_", " ")))
-    ax.legend(handles=handles, fontsize=6, loc="center left")
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig

@@ -31,7 +31,7 @@ def _R_sparse(steps, values, level, reach) -> float:
 
 # ---- Fig. 9 (Europarl) --------------------------------------------------------------------------------------------
 
-def fig09(runs: pd.DataFrame, ac_level: float = 0.5) -> pd.DataFrame:
+def fig9(runs: pd.DataFrame, ac_level: float = 0.5) -> pd.DataFrame:
     ref = runs[runs.kind == "reference"].set_index("metric")["value"]
     v_star = float(ref["v_star"])
     cv = runs[runs.kind == "curve"].pivot_table(index=["method", "q", "step"], columns="metric", values="value")
@@ -66,7 +66,7 @@ def fig10(runs: pd.DataFrame) -> pd.DataFrame:
     pts = runs[runs.kind == "points"][["kind", "method", "view", "x", "y", "label"]]
     fin = runs[(runs.kind == "final") & (runs.metric == "cluster_acc")]
     acc = fin.assign(kind="cluster", cluster_acc=fin.value)[["kind", "method", "view", "cluster_acc"]]
-    get = lambda m, v: float(fin[(fin.method == m) & (fin.view.astype(str) == v)].value.iloc[0])  # noqa: E731
+    get = lambda m, v: float(fin[(fin.method == m) & (fin.view.astype(str) == v)].value.iloc[0])
     raw = [get("raw", str(i)) for i in (1, 2, 3)]
     summary = pd.DataFrame([{"kind": "cluster_G", "alt": get("altmaxvar", "G"), "cute": get("cutemaxvar", "G"),
                              "raw_max": max(raw), "raw_mean": float(np.mean(raw))}])
@@ -111,7 +111,7 @@ def fig12(runs: pd.DataFrame) -> pd.DataFrame:
     fin = runs[(runs.kind == "final") & (runs.metric == "svm_acc")]
     acc = fin.assign(kind="svm", svm_acc=fin.value)[["kind", "method", "svm_acc"]]
     info = runs[runs.kind == "info"].set_index("metric")["value"]
-    get = lambda m: float(fin[fin.method == m].value.iloc[0])  # noqa: E731
+    get = lambda m: float(fin[fin.method == m].value.iloc[0])
     rows = [{"kind": "acc_summary", "raw": get("raw"), "alt": get("altmaxvar"), "cute": get("cutemaxvar")},
             {"kind": "info", "J": int(info["diagnoses_kept"]), "medicines": int(info["medicines"]),
              "groups": int(info["groups"]), "J_train": int(info["J_train"]), "J_test": int(info["J_test"])}]

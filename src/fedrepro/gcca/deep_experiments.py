@@ -194,3 +194,30 @@ def run_ehr(experiment: str, p: dict, views: np.ndarray, labels: np.ndarray, dev
     E = tsne(Xte[0])
     frames.append(_rows(kind="points", method="raw", q=0, seed=0, view="1", x=E[:, 0], y=E[:, 1], label=yte))
     return pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)
+
+
+def _torch_facts(ctx) -> dict:
+    return {"torch_threads": torch.get_num_threads(),
+            "streams": f"rng_stream(seed, '{ctx.experiment}', trial, ...) (see fedrepro.gcca.deep_experiments)"}
+
+
+def deep_toy(ctx):
+    """Runner of Figs. 10-11: the deep engine on the generated 2-D toy views."""
+    from fedrepro.pipeline import RunResult
+
+    torch.set_num_threads(max(1, int(ctx.threads)))
+    rows = run_deep_toy(ctx.experiment, ctx.params, device=ctx.device,
+                        progress=lambda jobs: ctx.progress(jobs, desc=ctx.experiment))
+    return RunResult(rows, seeds=[ctx.seed], data={"gcca-deep-toy-synthetic": "real"}, extra=_torch_facts(ctx))
+
+
+def ehr(ctx):
+    """Runner of Figs. 12-13: the deep engine on the DE-SynPUF co-occurrence views (input `data`)."""
+    from fedrepro.data.loaders import load_cooccurrence_views
+    from fedrepro.pipeline import RunResult
+
+    torch.set_num_threads(max(1, int(ctx.threads)))
+    ev = load_cooccurrence_views(ctx.inputs["data"])
+    rows = run_ehr(ctx.experiment, ctx.params, ev.views, ev.labels, device=ctx.device,
+                   progress=lambda jobs: ctx.progress(jobs, desc=ctx.experiment))
+    return RunResult(rows, seeds=[ctx.seed], extra=_torch_facts(ctx))

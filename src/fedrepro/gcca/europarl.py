@@ -180,3 +180,15 @@ def run_europarl(experiment: str, p: dict, texts: dict, split: np.ndarray, progr
     out = pd.concat(frames, ignore_index=True)
     out.insert(0, "seed", 0)  # one run (the data layer's split; no trials)
     return out
+
+
+def run(ctx):
+    """Runner of Fig. 9: the linear engine on hashed Europarl views (input `data`: the prepared corpus)."""
+    from fedrepro.data.loaders import load_parallel_text
+    from fedrepro.pipeline import RunResult
+
+    pt = load_parallel_text(ctx.inputs["data"])
+    rows = run_europarl(ctx.experiment, ctx.params, pt.texts, pt.split,
+                        progress=lambda jobs: ctx.progress(jobs, desc=ctx.experiment))
+    return RunResult(rows, seeds=[ctx.seed],
+                     extra={"streams": f"rng_stream(seed, '{ctx.experiment}', trial, ...) (fedrepro.gcca.europarl)"})

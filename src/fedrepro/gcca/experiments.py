@@ -108,3 +108,15 @@ def iterations_to_level(curve: np.ndarray, steps: np.ndarray, level: float) -> f
     if not np.array_equal(steps[:R], np.arange(R)):
         raise ValueError("the curve is not recorded at every step before its crossing")
     return float(R)
+
+
+def run(ctx):
+    """Runner (registry `runner:`) of Figs. 3-8 and Table I: every trial and variant of one configuration."""
+    from fedrepro.pipeline import RunResult
+
+    p = ctx.params
+    rows = run_experiment(ctx.experiment, p, progress=lambda jobs: ctx.progress(jobs, desc="trials"))
+    return RunResult(rows, seeds=[p["seed"]], data={"gcca-linear-synthetic": "real"},
+                     extra={"trials": p["trials"], "blas_threads": ctx.threads,
+                            "streams": f"rng_stream(seed, '{ctx.experiment}', trial[, I], 'data'|'init'|label+'sgd'|"
+                                       "'compressor')"})

@@ -29,7 +29,6 @@ from fedrepro.mtl.reference import qcqp_optimum
 from fedrepro.runtime import rng_stream
 
 SCHEMES = ("vanilla", "sign", "topk", "sign_topk")
-SCHEME_LABELS = {"vanilla": "vanilla dec.", "sign": "Sign", "topk": "TopK", "sign_topk": "Sign+TopK"}
 FEEDBACKS = ("sample", "bandit")
 CONVENTIONS = {"bits_measured": None, "bits_P": "P", "bits_F": "F"}
 
@@ -251,3 +250,17 @@ def figure_data(runs: pd.DataFrame, taus: dict[str, float], paper_savings: dict[
     curve.insert(0, "row", "curve")
     summ.insert(0, "row", "summary")
     return pd.concat([summ, curve], ignore_index=True)
+
+
+def run(ctx):
+    """Runner of Figs. 4.1 / 4.2: the eight schemes of one configuration."""
+    from fedrepro.pipeline import RunResult
+
+    rows, facts = run_experiment(ctx.params, ctx.experiment, progress=lambda jobs: ctx.progress(jobs, desc="schemes"),
+                                 log=ctx.log.info)
+    T = iterations(ctx.params)
+    ctx.log.info("%s/%s: %d iterations x %d runs", ctx.experiment, ctx.configuration, T, len(facts["timing"]))
+    return RunResult(rows, seeds=[ctx.seed], data={f"thesis-ch4-{ctx.experiment}-synthetic": "real"},
+                     extra={"T": T, "timing": facts["timing"], "instances": facts["instances"],
+                            "streams": f"rng_stream(seed, '{ctx.experiment}', trial, name), name in graph, problem, "
+                                       "test, init, edge, samples, directions"})

@@ -23,6 +23,8 @@ LABELS = {
     "none": "No compression", "scalar": "Scalar quantization", "vector": "Vector quantization",
     # gcca methods
     "altmaxvar": "AltMaxVar", "cutemaxvar": "CuteMaxVar", "mvlsa": "MVLSA",
+    "cutemaxvar_q2": "CuteMaxVar (q = 2)", "cutemaxvar_q3": "CuteMaxVar (q = 3)", "cutemaxvar_q4": "CuteMaxVar (q = 4)",
+    "cutemaxvar_q5": "CuteMaxVar (q = 5)",
     # adept methods
     "adept": "ADEPT", "baseline": "Baseline", "global_training": "Global training", "local": "Local training",
     "fedavg": "FedAvg", "fedavg_ft": "FedAvg + fine-tuning", "local_closed": "Local (closed form)",
@@ -35,6 +37,8 @@ COLORS = {
     "sign": "#de8f05", "topk": "#029e73", "sign_topk": "#cc78bc",
     "none": "#000000", "scalar": "#0173b2", "vector": "#d55e00",
     "altmaxvar": "#0173b2", "cutemaxvar": "#de8f05", "mvlsa": "#949494",
+    # gcca compression levels: q = 3 (the paper's choice) keeps CuteMaxVar's own colour
+    "cutemaxvar_q2": "#cc78bc", "cutemaxvar_q3": "#de8f05", "cutemaxvar_q4": "#029e73", "cutemaxvar_q5": "#d55e00",
     "adept": "#d55e00", "baseline": "#000000", "global_training": "#0173b2", "local": "#029e73",
     "fedavg": "#0173b2", "fedavg_ft": "#0173b2", "local_closed": "#029e73", "global_closed": "#0173b2",
 }

@@ -1,8 +1,12 @@
 """Walk a file's provenance chain back to its raw inputs, re-hashing every file on the way.
 
 Drift is: a file whose bytes no longer match its own sidecar, an input whose bytes no longer match
-what the consumer's sidecar recorded, an input sidecar that was rewritten since, or a missing file.
+what the consumer's sidecar recorded, an input sidecar that was rewritten since, a missing file, or a
+generated file (under results/, except the raw downloads) without a sidecar.
 A changed library (src/fedrepro hash) is reported as a note: the numbers may be stale, not tampered.
+
+Each file is hashed and reported once however many consumers it has; every file built (directly or not) from
+a drifted one, and every input of a drifted one, is marked; the report ends with the command that rebuilds.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fedrepro.provenance.hashing import hash_tree, sha256_file
-from fedrepro.provenance.sidecar import LIBRARY_ROOT, read_sidecar, sidecar_path
+from fedrepro.provenance.sidecar import LIBRARY_ROOT, SIDECAR_SUFFIX, read_sidecar, sidecar_path
+from fedrepro.provenance.verify import is_generated
 
 
 @dataclass
@@ -19,6 +24,7 @@ class AuditReport:
     lines: list[str] = field(default_factory=list)
     drift: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    repair: list[str] = field(default_factory=list)
     files_checked: int = 0
 
     @property
@@ -26,55 +32,170 @@ class AuditReport:
         return not self.drift
 
 
+@dataclass
+class _Node:
+    path: str
+    exists: bool
+    sha256: str | None = None
+    sidecar: dict | None = None
+    problems: list[str] = field(default_factory=list)
+    inputs: list[str] = field(default_factory=list)
+    consumers: list[str] = field(default_factory=list)
+
+
 def _short(h: str | None) -> str:
     return (h or "-")[:12]
 
 
-def audit_paths(paths, root: str | Path = ".") -> AuditReport:
+def _add(problems: list[str], text: str) -> None:
+    if text not in problems:
+        problems.append(text)
+
+
+def _walk(paths, root: Path, report: AuditReport) -> dict[str, _Node]:
+    """Every file of the chains below `paths`, hashed once, with its own problems and the edge problems
+    (what its consumers recorded about it) attached to it."""
+    nodes: dict[str, _Node] = {}
+    stack = [(str(p), None, None) for p in reversed(list(paths))]
+    while stack:
+        path, consumer, record = stack.pop()
+        node = nodes.get(path)
+        if node is None:
+            p = root / path
+            node = nodes[path] = _Node(path, p.exists())
+            if not node.exists:
+                node.problems.append("missing")
+            else:
+                node.sha256 = sha256_file(p)
+                report.files_checked += 1
+                node.sidecar = read_sidecar(p)
+                sc = node.sidecar
+                if sc is None and is_generated(path, root):
+                    node.problems.append("a generated file without its sidecar: where it came from is unknown")
+                if sc is not None and sc.get("sha256") != node.sha256:
+                    node.problems.append(f"bytes do not match its own sidecar (recorded {_short(sc.get('sha256'))},"
+                                         f" now {_short(node.sha256)})")
+                for rec in reversed((sc or {}).get("inputs", [])):
+                    stack.append((rec["path"], path, rec))
+        if consumer is not None:
+            if consumer not in node.consumers:
+                node.consumers.append(consumer)
+            if path not in nodes[consumer].inputs:
+                nodes[consumer].inputs.append(path)
+            if node.exists and record is not None:
+                own = (node.sidecar or {}).get("sha256")
+                # the same change as "does not match its own sidecar" is not reported twice
+                if node.sha256 != record["sha256"] and not (own != node.sha256 and own == record["sha256"]):
+                    _add(node.problems, f"bytes changed since a consumer was made from it (recorded "
+                                        f"{_short(record['sha256'])}, now {_short(node.sha256)})")
+                want_sc = record.get("sidecar_sha256")
+                if want_sc and sidecar_path(root / path).exists() and sha256_file(sidecar_path(root / path)) != want_sc:
+                    _add(node.problems, "its sidecar was rewritten since a consumer was made from it")
+    return nodes
+
+
+def _closure(start: str, nodes: dict[str, _Node], edges: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in getattr(nodes[todo.pop()], edges):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def _repair(nodes: dict[str, _Node], drifted: list[str], roots: list[str], scale: str | None,
+            root: Path) -> list[str]:
+    """The rules to force: each drifted file's own rule, or (a raw file, a file without sidecar) the rule
+    of the files made from it; then the audited targets rebuild on top."""
+    rules, deletions = [], []
+    for path in drifted:
+        node = nodes[path]
+        rule = (node.sidecar or {}).get("rule")
+        if rule is None:
+            consumers = [nodes[c].sidecar.get("rule") for c in node.consumers if nodes[c].sidecar]
+            rule = consumers[0] if consumers else None
+            if node.exists and is_generated(path, root) and node.sidecar is None:
+                deletions.append(path)
+        if rule and rule not in rules:
+            rules.append(rule)
+    targets = " ".join(r for r in roots if not r.endswith(SIDECAR_SUFFIX))
+    config = f" --config scale={scale}" if scale else ""
+    lines = []
+    if deletions:
+        lines.append(f"rm {' '.join(deletions)}   # generated files of unknown origin")
+    force = f" --forcerun {' '.join(rules)}" if rules else ""
+    # targets first: --config and --forcerun take every word up to the next option
+    lines.append(f"snakemake --cores 1 {targets}{force}{config}")
+    return lines
+
+
+def audit_paths(paths, root: str | Path = ".", scale: str | None = None) -> AuditReport:
     report = AuditReport()
-    current_library = hash_tree(LIBRARY_ROOT)
-    seen: set[str] = set()
     root = Path(root)
+    roots = [str(p) for p in paths]
+    nodes = _walk(roots, root, report)
+    drifted = [p for p, n in nodes.items() if n.problems]
+    built_on, feeds = {}, {}
+    for path in drifted:
+        for up in _closure(path, nodes, "consumers"):
+            built_on.setdefault(up, path)
+        for down in _closure(path, nodes, "inputs"):
+            feeds.setdefault(down, path)
 
-    def visit(path: str, depth: int, expected: dict | None):
-        indent = "  " * depth
-        p = root / path
-        if not p.exists():
-            report.drift.append(f"{path}: missing")
+    current_library = hash_tree(LIBRARY_ROOT)
+    shown: set[str] = set()
+    input_lists: dict[tuple, str] = {}
+    stale: dict[str, list[str]] = {}          # library hash -> files made by it (one note per hash)
+
+    def render(path: str, depth: int):
+        node, indent = nodes[path], "  " * depth
+        if path in shown:
+            report.lines.append(f"{indent}  {path}  (shown above)")
+            return
+        shown.add(path)
+        sc = node.sidecar
+        if not node.exists:
             report.lines.append(f"{indent}✗ {path}  MISSING")
-            return
-        actual = sha256_file(p)
-        report.files_checked += 1
-        problems = []
-        if expected is not None:
-            if actual != expected["sha256"]:
-                problems.append(f"bytes changed since its consumer was made (recorded {_short(expected['sha256'])}, "
-                                f"now {_short(actual)})")
-            want_sc = expected.get("sidecar_sha256")
-            if want_sc and sidecar_path(p).exists() and sha256_file(sidecar_path(p)) != want_sc:
-                problems.append("its sidecar was rewritten since its consumer was made")
-        sc = read_sidecar(p)
-        if sc is not None and sc.get("sha256") != actual:
-            problems.append(f"bytes do not match its own sidecar (recorded {_short(sc.get('sha256'))}, now {_short(actual)})")
-        mark = "✗" if problems else "✓"
-        origin = f"rule {sc['rule']}" if sc else "raw input (no sidecar)"
-        data = ", ".join(f"{k}={v}" for k, v in (sc or {}).get("data", {}).items())
-        report.lines.append(f"{indent}{mark} {path}  sha256 {_short(actual)}  [{origin}{'; ' + data if data else ''}]")
-        for prob in problems:
-            report.drift.append(f"{path}: {prob}")
+        else:
+            origin = f"rule {sc['rule']}" if sc else ("generated, NO SIDECAR" if is_generated(path, root)
+                                                      else "raw input (no sidecar)")
+            data = ", ".join(f"{k}={v}" for k, v in (sc or {}).get("data", {}).items())
+            if node.problems:
+                mark, why = "✗", ""
+            elif path in built_on:
+                mark, why = "⚠", f"  (built on drifted {built_on[path]})"
+            elif path in feeds:
+                mark, why = "⚠", f"  (input of drifted {feeds[path]})"
+            else:
+                mark, why = "✓", ""
+            report.lines.append(f"{indent}{mark} {path}  sha256 {_short(node.sha256)}  "
+                                f"[{origin}{'; ' + data if data else ''}]{why}")
+        for prob in node.problems:
             report.lines.append(f"{indent}    ! {prob}")
-        if sc is None or path in seen:
+        if sc is not None:
+            if sc.get("library_sha256") and sc["library_sha256"] != current_library:
+                stale.setdefault(sc["library_sha256"], []).append(path)
+            if (sc.get("git") or {}).get("dirty"):
+                report.notes.append(f"{path}: made from a working tree with uncommitted changes "
+                                    f"(commit {_short(sc['git'].get('commit'))})")
+        same = input_lists.get(tuple(node.inputs))
+        if same is not None and node.inputs:
+            report.lines.append(f"{indent}    (inputs as for {same})")     # e.g. a figure's pdf, png and csv
             return
-        seen.add(path)
-        if sc.get("library_sha256") and sc["library_sha256"] != current_library:
-            report.notes.append(f"{path}: made by a different src/fedrepro (library hash {_short(sc['library_sha256'])}, "
-                                f"now {_short(current_library)}); rerun snakemake to refresh")
-        if (sc.get("git") or {}).get("dirty"):
-            report.notes.append(f"{path}: made from a working tree with uncommitted changes "
-                                f"(commit {_short(sc['git'].get('commit'))})")
-        for rec in sc.get("inputs", []):
-            visit(rec["path"], depth + 1, rec)
+        input_lists[tuple(node.inputs)] = path
+        for child in node.inputs:
+            render(child, depth + 1)
 
-    for path in paths:
-        visit(str(path), 0, None)
+    for path in roots:
+        render(path, 0)
+    for old, files in stale.items():
+        report.notes.insert(0, f"made by a different src/fedrepro (library hash {_short(old)}, now "
+                               f"{_short(current_library)}; rerun snakemake to refresh): {', '.join(files)}")
+    report.drift = [f"{p}: {'; '.join(nodes[p].problems)}" for p in drifted]
+    affected = sorted(set(built_on) - set(drifted))
+    if affected:
+        report.notes.append(f"{len(affected)} file(s) built on drifted files: {', '.join(affected)}")
+    if drifted:
+        report.repair = _repair(nodes, drifted, roots, scale, root)
     return report

@@ -15,6 +15,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from fedrepro.scorecard.expressions import HELPERS as EXPR_HELPERS  # noqa: F401  (the former name)
+from fedrepro.scorecard.expressions import claim_source, compile_expression, require_columns
+
 VERDICTS = ("reproduced", "reproduced-qualitatively", "not-reproduced", "not-comparable", "not-run")
 COLUMNS = ["paper", "claim", "artifact", "statement", "paper_value", "our_value", "verdict", "configuration",
            "data", "scale", "band", "detail"]
@@ -47,48 +50,58 @@ def _select(frame: pd.DataFrame, keys: list[str], values) -> pd.DataFrame:
     return frame[mask]
 
 
-def _ordered(values, by, sign: int) -> bool:
-    order = np.argsort(np.asarray(by, dtype=float), kind="stable")
-    steps = np.diff(np.asarray(values, dtype=float)[order])
-    return bool(np.all(sign * steps > 0))
+def _evaluate(frame: pd.DataFrame, claim: dict, field: str, source: str):
+    """A claim expression over the selected rows' columns (numpy arrays), checked against the allow-list."""
+    expr = compile_expression(claim[field], field=field, claim=claim["id"], source=source)
+    return expr.evaluate(frame, claim=claim["id"], source=source)
 
 
-# What a claim's `expr`, `ours` and `qualitative` expressions may use besides the artifact's columns.
-EXPR_HELPERS = {
-    "np": np, "abs": np.abs, "all": np.all, "any": np.any, "min": np.min, "max": np.max, "mean": np.mean,
-    "len": len, "sum": sum, "float": float, "int": int, "bool": bool, "round": round, "zip": zip,
-    "sorted": sorted, "list": list, "range": range,
-    "increasing": lambda values, by: _ordered(values, by, +1),   # strictly increasing when sorted by `by`
-    "decreasing": lambda values, by: _ordered(values, by, -1),
-}
+def _where(frame: pd.DataFrame, claim: dict, source: str) -> pd.DataFrame:
+    """The rows a claim's `where` selects (the whole frame without one)."""
+    if not claim.get("where"):
+        return frame
+    expr = compile_expression(claim["where"], field="where", claim=claim["id"], source=source)
+    return frame[expr.mask(frame, claim=claim["id"], source=source)]
 
 
-def _evaluate(frame: pd.DataFrame, expr: str):
-    """Evaluate a registry expression with the selected rows' columns as numpy arrays (trusted config)."""
-    names = {str(c): frame[c].to_numpy() for c in frame.columns}
-    return eval(expr, {"__builtins__": {}}, {**EXPR_HELPERS, **names})  # noqa: S307
-
-
-def _holds(frame: pd.DataFrame, expr: str) -> tuple[bool, str]:
-    result = np.asarray(_evaluate(frame, expr), dtype=bool)
+def _holds(frame: pd.DataFrame, claim: dict, field: str, source: str) -> tuple[bool, str]:
+    result = np.asarray(_evaluate(frame, claim, field, source), dtype=bool)
     if result.ndim == 0:
         return bool(result), ""
     return bool(result.all()), f"{int(result.sum())}/{result.size} rows hold"
 
 
-def _claim_rows(claim: dict, data: pd.DataFrame, scale: str):
-    """Yield (claim id, paper value, our value, verdict-before-data-status, detail) for one configuration."""
+def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
+    """Yield (claim id, paper value, our value, verdict-before-data-status, detail) for one configuration.
+
+    A column the artifact's data does not have is a registry error (named with close matches), never `not-run`;
+    a claim that is deliberately not computed says so with `not_run: <why>`.
+    """
     band = claim["tolerance"].get(scale)
     kind = claim["kind"]
+    if claim.get("not_run"):
+        # a number the paper reports that we do not compute (e.g. a method whose definition is unstated): the
+        # claim says so and why, instead of naming a column the artifact does not have
+        detail = f"not run here: {claim['not_run']}"
+        if kind == "cells":
+            for row in claim["paper_table"]:
+                label = ",".join(f"{k}={v:g}" for k, v in zip(claim["keys"], row))
+                for col, paper in zip(claim["columns"], row[len(claim["keys"]):]):
+                    yield f"{claim['id']}[{label},{col}]", paper, float("nan"), "not-run", detail
+        else:
+            yield claim["id"], claim.get("paper_value", "holds"), float("nan"), "not-run", detail
+        return
     if kind == "cells":
         keys, cols = claim["keys"], claim["columns"]
+        require_columns(data, keys, claim=claim["id"], field="keys", source=source)
+        require_columns(data, cols, claim=claim["id"], field="columns", source=source)
         for row in claim["paper_table"]:
             key_vals, paper_vals = row[: len(keys)], row[len(keys):]
             label = ",".join(f"{k}={v:g}" for k, v in zip(keys, key_vals))
             sel = _select(data, keys, key_vals)
             for col, paper in zip(cols, paper_vals):
                 cid = f"{claim['id']}[{label},{col}]"
-                if sel.empty or col not in sel:
+                if sel.empty:
                     yield cid, paper, float("nan"), "not-run", "no such row in the artifact's data"
                     continue
                 ours = float(sel[col].mean())
@@ -98,9 +111,10 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str):
                     verdict = "reproduced" if within(ours, paper, band) else "not-reproduced"
                     yield cid, paper, ours, verdict, f"ratio {ours / paper:.3g}" if paper else ""
     elif kind == "value":
-        sel = data.query(claim["where"]) if claim.get("where") else data
+        require_columns(data, [claim["column"]], claim=claim["id"], field="column", source=source)
+        sel = _where(data, claim, source)
         paper = claim["paper_value"]
-        if sel.empty or claim["column"] not in sel:
+        if sel.empty:
             yield claim["id"], paper, float("nan"), "not-run", "no such row in the artifact's data"
             return
         ours = float(sel[claim["column"]].mean())
@@ -111,30 +125,37 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str):
             raise ValueError(f"claim {claim['id']}: paper_value must be a number for kind 'value'")
         if within(ours, paper, band):
             yield claim["id"], paper, ours, "reproduced", ""
-        elif claim.get("qualitative") and _holds(sel, claim["qualitative"])[0]:
+        elif claim.get("qualitative") and _holds(sel, claim, "qualitative", source)[0]:
             yield claim["id"], paper, ours, "reproduced-qualitatively", f"qualitative check holds: {claim['qualitative']}"
         else:
             yield claim["id"], paper, ours, "not-reproduced", ""
     else:  # predicate
-        sel = data.query(claim["where"]) if claim.get("where") else data
+        sel = _where(data, claim, source)
         if sel.empty:
             yield claim["id"], claim.get("paper_value", "holds"), "", "not-run", "no rows selected"
             return
-        ok, detail = _holds(sel, claim["expr"])
-        ours = "; ".join(_fmt(v) for v in np.atleast_1d(_evaluate(sel, claim["ours"]))) if claim.get("ours") else ("holds" if ok else "fails")
+        ok, detail = _holds(sel, claim, "expr", source)
+        if claim.get("ours"):
+            ours = "; ".join(_fmt(v) for v in np.atleast_1d(_evaluate(sel, claim, "ours", source)))
+        else:
+            ours = "holds" if ok else "fails"
         if band is None:
             yield claim["id"], claim.get("paper_value", "holds"), ours, "not-comparable", f"no band at scale {scale}; {detail}"
         elif ok:
             yield claim["id"], claim.get("paper_value", "holds"), ours, "reproduced", detail
-        elif claim.get("qualitative") and _holds(sel, claim["qualitative"])[0]:
+        elif claim.get("qualitative") and _holds(sel, claim, "qualitative", source)[0]:
             yield claim["id"], claim.get("paper_value", "holds"), ours, "reproduced-qualitatively", detail
         else:
             yield claim["id"], claim.get("paper_value", "holds"), ours, "not-reproduced", detail
 
 
 def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str, artifact: str, scale: str,
-                    data_status: dict | None) -> pd.DataFrame:
-    """Scorecard rows of one artifact.  `data` is the artifact's CSV (None when it was not built)."""
+                    data_status: dict | None, source: str | None = None) -> pd.DataFrame:
+    """Scorecard rows of one artifact.  `data` is the artifact's CSV (None when it was not built).
+
+    `source` names the registry file in error messages (default: config/papers/<paper>.yaml).
+    """
+    source = source or claim_source(paper)
     stand_in = any(v == "stand-in" for v in (data_status or {}).values())
     data_label = "stand-in" if stand_in else "real"
     rows = []
@@ -149,7 +170,7 @@ def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str
             configs = [None]
         for config in configs:
             sub = data if config is None else data[data["configuration"] == config]
-            for cid, paper_value, ours, verdict, detail in _claim_rows(claim, sub, scale):
+            for cid, paper_value, ours, verdict, detail in _claim_rows(claim, sub, scale, source):
                 if stand_in and verdict != "not-run":
                     verdict, detail = "not-comparable", "stand-in data; " + detail
                 rows.append([paper, cid, artifact, claim["statement"], _fmt(paper_value), _fmt(ours), verdict,

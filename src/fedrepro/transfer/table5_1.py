@@ -118,3 +118,13 @@ def summarize(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
     wide.columns = [m if stat == "mean" else f"{m}_sd" for stat, m in wide.columns]
     wide = wide.reset_index().sort_values(["n1", "db"], ascending=[True, False])
     return wide[["n1", "n2", "db", *METHODS, *(f"{m}_sd" for m in METHODS)]].reset_index(drop=True)
+
+
+def run(ctx):
+    """Runner of Table 5.1: every cell x run of one configuration."""
+    from fedrepro.pipeline import RunResult
+
+    cfg = Table51Config.from_dict(ctx.params)
+    rows = run_experiment(cfg, progress=lambda jobs: ctx.progress(jobs, desc="cells x runs"))
+    return RunResult(rows, seeds=[cfg.seed], data={"thesis-ch5-synthetic": "real"},
+                     extra={"runs": cfg.runs, "streams": "rng_stream(seed, 'table5_1', cell, run, name)"})

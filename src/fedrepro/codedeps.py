@@ -1,0 +1,98 @@
+"""The `src/fedrepro` files a job really imports, so editing one of them (and only those) reruns the job.
+
+Snakemake tracks files, not imports.  Each run, render and claims job therefore declares as inputs the import
+closure, within this package, of the module or script it executes: every `import fedrepro...` and
+`from fedrepro... import ...` (also relative and function-local imports: a lazy import still runs), followed
+recursively, plus the `__init__.py` of every package on the way (Python executes them on import).
+Computed from the source text with `ast` at DAG-build time; nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = "fedrepro"
+
+
+def _module_file(src: Path, module: str) -> Path | None:
+    """The file of a dotted module name under `src` (a module or a package's __init__), or None."""
+    base = src.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _module_name(src: Path, path: Path) -> str:
+    rel = path.relative_to(src).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def _parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+@lru_cache(maxsize=None)
+def _lazy_exports(init: Path) -> dict[str, str]:
+    """name -> module of a package whose __init__ resolves names lazily through an `_EXPORTS = {...}` literal."""
+    for node in ast.parse(init.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return {}
+
+
+@lru_cache(maxsize=None)
+def _direct_imports(path: Path, src: Path) -> tuple[str, ...]:
+    """The fedrepro modules one file imports (names that may be modules: `from a import b` gives a and a.b)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    here = _module_name(src, path) if path.is_relative_to(src) else ""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against this module's package
+                pkg = here.split(".") if is_package else here.split(".")[:-1]
+                pkg = pkg[: len(pkg) - (node.level - 1)]
+                base = ".".join(pkg + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            found.append(base)
+            found += [f"{base}.{a.name}" for a in node.names if a.name != "*"]
+            init = _module_file(src, base) if base.startswith(PACKAGE) else None
+            if init is not None and init.name == "__init__.py":
+                lazy = _lazy_exports(init)
+                found += [lazy[a.name] for a in node.names if a.name in lazy]
+    return tuple(m for m in dict.fromkeys(found) if m == PACKAGE or m.startswith(PACKAGE + "."))
+
+
+def import_closure(src: str | Path, *, modules: tuple[str, ...] = (), files: tuple[str | Path, ...] = ()) -> list[Path]:
+    """Every file under `src/fedrepro` that importing `modules`, or running `files` (scripts, notebooks), loads."""
+    src = Path(src).resolve()
+    todo: list[str] = list(modules)
+    for f in files:
+        todo += _direct_imports(Path(f).resolve(), src)
+    seen: dict[str, Path] = {}
+    while todo:
+        module = todo.pop()
+        for name in (*_parents(module), module):
+            if name in seen:
+                continue
+            path = _module_file(src, name)
+            if path is None:  # `from pkg import function`: the name is not a module
+                continue
+            seen[name] = path
+            todo += _direct_imports(path, src)
+    return sorted(set(seen.values()))
+
+
+def closure_relpaths(root: str | Path, *, modules=(), files=()) -> list[str]:
+    """`import_closure` as paths relative to the repository root (what Snakemake rules take as inputs)."""
+    root = Path(root).resolve()
+    paths = import_closure(root / "src", modules=tuple(modules), files=tuple(root / f for f in files))
+    return [str(p.relative_to(root)) for p in paths]

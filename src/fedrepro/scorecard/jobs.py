@@ -1,0 +1,54 @@
+"""The scorecard's two workflow jobs, run inside the Snakemake process (they take milliseconds).
+
+`judge_artifact`: one artifact's claims against the numbers it shows -> results/<scale>/<paper>/claims/<artifact>.csv
+`write_scorecard`: every artifact's claims -> results/<scale>/claims.{csv,md} and the index page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def judge_artifact(wildcards, inputs, output: str, log_file: str, rule: str = "claims_artifact") -> None:
+    """`wildcards` (paper, artifact, scale) and `inputs` (data, registry) as the rule names them."""
+    import pandas as pd
+
+    from fedrepro.io import write_csv
+    from fedrepro.pipeline import local_job
+    from fedrepro.provenance import read_sidecar
+    from fedrepro.registry import Registry
+    from fedrepro.scorecard.evaluate import evaluate_claims
+
+    paper, artifact, scale, data = wildcards.paper, wildcards.artifact, wildcards.scale, inputs.data
+    with local_job(rule, log_file, inputs=[data]) as job:     # never judge numbers changed since they were made
+        claims = Registry.load(".").claims(paper, artifact)
+        sidecar = read_sidecar(data) or {}
+        table = evaluate_claims(claims, pd.read_csv(data), paper=paper, artifact=artifact, scale=scale,
+                                data_status=sidecar.get("data"))
+        write_csv(output, table)
+        job.log.info("%d claim rows: %s", len(table), table["verdict"].value_counts().to_dict())
+        job.sidecars([output], inputs=[data, inputs.registry], config={"claims": claims})
+
+
+def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "scorecard") -> None:
+    """`inputs` (claims, artifacts, registries) and `outputs` (csv, md, html) as the rule names them."""
+    import pandas as pd
+
+    from fedrepro.io import write_csv, write_text
+    from fedrepro.pipeline import local_job
+    from fedrepro.registry import Registry
+    from fedrepro.scorecard.evaluate import unbuilt_artifact_rows
+    from fedrepro.scorecard.pages import claims_markdown, combine, index_html
+
+    claims, artifacts, registries = list(inputs.claims), list(inputs.artifacts), list(inputs.registries)
+    with local_job(rule, log_file, inputs=[*claims, *artifacts]) as job:
+        registry = Registry.load(".")
+        table = combine(claims)
+        unbuilt = unbuilt_artifact_rows(registry, scale).astype(str)
+        table = pd.concat([table, unbuilt], ignore_index=True) if not unbuilt.empty else table
+        write_csv(outputs.csv, table)
+        write_text(outputs.md, claims_markdown(table, scale))
+        write_text(outputs.html, index_html(registry, scale, table, Path(outputs.html)))
+        job.log.info("%d claim rows", len(table))
+        job.sidecars([outputs.csv, outputs.md, outputs.html], inputs=[*claims, *artifacts, *registries],
+                     config={"scale": scale})

@@ -1,0 +1,236 @@
+"""A changed file is never built upon: verify_inputs before a job reads, and audit over the whole chain."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from fedrepro.pipeline import rule_run
+from fedrepro.provenance import InputDrift, find_drift, is_generated, sha256_file, verify_inputs, write_sidecars
+from fedrepro.provenance.audit import audit_paths
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def chain(tmp_path, monkeypatch):
+    """raw download -> manifest -> prepared data -> two runs -> artifact csv -> claims csv, with sidecars."""
+    monkeypatch.chdir(tmp_path)
+
+    def make(path, text, rule, inputs=()):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+        write_sidecars([path], rule=rule, inputs=inputs)
+
+    raw = "results/downloads/toy/labels.bin"
+    Path(raw).parent.mkdir(parents=True)
+    Path(raw).write_bytes(bytes(range(100)))
+    make("results/downloads/toy/manifest.json", '{"status": "real"}', "data_fetch", [raw])
+    make("results/data/toy/toy.npz", "arrays", "data_prepare", ["results/downloads/toy/manifest.json"])
+    make("results/quick/p/runs/e/a.csv", "x\n1\n", "p_e_run", ["results/data/toy/toy.npz"])
+    make("results/quick/p/runs/e/b.csv", "x\n2\n", "p_e_run", ["results/data/toy/toy.npz"])
+    make("results/quick/p/figures/f.csv", "x\n1\n2\n", "render_notebook",
+         ["results/quick/p/runs/e/a.csv", "results/quick/p/runs/e/b.csv"])
+    make("results/quick/p/claims/f.csv", "claim\n", "claims_artifact", ["results/quick/p/figures/f.csv"])
+    return tmp_path
+
+
+ROOTS = ["results/quick/p/figures/f.csv", "results/quick/p/claims/f.csv"]
+
+
+def test_generated_means_under_results_except_raw_downloads():
+    assert is_generated("results/quick/p/runs/e/a.csv") and is_generated("results/downloads/toy/manifest.json")
+    assert not is_generated("results/downloads/toy/labels.bin") and not is_generated("src/fedrepro/io.py")
+    assert not is_generated("results/quick/p/runs/e/a.csv.prov.json")
+
+
+def test_verify_inputs_names_file_hashes_and_rebuild_command(chain):
+    verify_inputs(["results/quick/p/runs/e/a.csv", "config/papers/p.yaml", "results/downloads/toy/labels.bin"])
+    run_csv = Path("results/quick/p/runs/e/a.csv")
+    recorded = sha256_file(run_csv)
+    run_csv.write_text("x\n9\n")
+    with pytest.raises(InputDrift) as err:
+        verify_inputs([["results/quick/p/runs/e/a.csv", "results/quick/p/runs/e/b.csv"]])  # nested, like sm.input
+    msg = str(err.value)
+    assert recorded in msg and sha256_file(run_csv) in msg and "b.csv" not in msg
+    assert "snakemake --cores 1 results/quick/p/runs/e/a.csv --forcerun p_e_run" in msg
+    assert "delete results/quick/p/runs/e/a.csv" in msg
+
+
+def test_generated_input_without_sidecar_is_refused(chain):
+    os.remove("results/data/toy/toy.npz.prov.json")
+    with pytest.raises(InputDrift, match="toy.npz: a generated file without its sidecar"):
+        verify_inputs(["results/data/toy/toy.npz"])
+
+
+def test_rule_run_checks_its_inputs_before_the_job_body(chain, tmp_path):
+    Path("results/quick/p/runs/e/b.csv").write_text("tampered\n")
+    sm = SimpleNamespace(log=[str(tmp_path / "job.log")], threads=1, rule="render_notebook", config={})
+    ran = []
+    with pytest.raises(InputDrift):
+        with rule_run(sm, inputs=["results/quick/p/runs/e/a.csv", "results/quick/p/runs/e/b.csv"]):
+            ran.append(True)
+    assert not ran and "b.csv" in (tmp_path / "job.log").read_text()
+
+
+SNAKEFILE = """
+from fedrepro.provenance import write_sidecars
+
+rule all:                       # the default target: a repair command must not fall back to it
+    input: "results/other.txt"
+
+rule make_other:
+    output: "results/other.txt"
+    shell: "echo other > {output}"
+
+rule make_run:
+    output: "results/quick/p/runs/e/a.csv"
+    run:
+        open(output[0], "w").write("x\\n1\\n")
+        write_sidecars(output, rule="make_run")
+
+rule make_figure:
+    input: "results/quick/p/runs/e/a.csv"
+    output: "results/quick/p/figures/f.csv"
+    run:
+        open(output[0], "w").write(open(input[0]).read() + "2\\n")
+        write_sidecars(output, rule="make_figure", inputs=input)
+"""
+
+
+@pytest.fixture
+def scratch_workflow(tmp_path):
+    """A two-rule workflow in tmp_path, built; `run(args)` calls Snakemake there with this checkout's library."""
+    (tmp_path / "Snakefile").write_text(SNAKEFILE)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def run(args):
+        return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    assert run(["--cores", "1", "results/quick/p/figures/f.csv"]).returncode == 0
+    return tmp_path, run
+
+
+def test_the_printed_rebuild_command_repairs_the_file(scratch_workflow):
+    """Apply the advice of the error message literally."""
+    wd, run = scratch_workflow
+    target = wd / "results/quick/p/runs/e/a.csv"
+    target.write_text("x\n7\n")
+    again = run(["--cores", "1", "results/quick/p/runs/e/a.csv"])
+    assert "Nothing to be done" in again.stdout + again.stderr       # why the check is needed
+    with pytest.raises(InputDrift) as err:
+        verify_inputs(["results/quick/p/runs/e/a.csv"], root=wd)
+    command = shlex.split(str(err.value).split("`")[1])
+    assert command[0] == "snakemake"
+    proc = run(command[1:])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert target.read_text() == "x\n1\n"
+    assert not (wd / "results/other.txt").exists()                   # only what was asked for was built
+    verify_inputs(["results/quick/p/runs/e/a.csv"], root=wd)
+
+
+def test_the_audit_repair_command_rebuilds_the_chain(scratch_workflow):
+    wd, run = scratch_workflow
+    (wd / "results/quick/p/runs/e/a.csv").write_text("x\n7\n")
+    report = audit_paths(["results/quick/p/figures/f.csv"], root=wd, scale="quick")
+    assert not report.ok and len(report.repair) == 1
+    proc = run(shlex.split(report.repair[0])[1:])                   # literally what audit printed
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (wd / "results/quick/p/figures/f.csv").read_text() == "x\n1\n2\n"
+    assert not (wd / "results/other.txt").exists()
+    assert audit_paths(["results/quick/p/figures/f.csv"], root=wd).ok
+
+
+# ---- audit -----------------------------------------------------------------------------------------
+
+def test_audit_passes_on_an_intact_chain_and_reaches_the_raw_download(chain):
+    report = audit_paths(ROOTS)
+    assert report.ok, report.drift
+    assert any("results/downloads/toy/labels.bin" in line and "raw input" in line for line in report.lines)
+    assert report.files_checked == 7                        # each file hashed once: toy.npz feeds two runs
+
+
+def test_audit_reports_a_drift_once_and_marks_both_directions(chain):
+    Path("results/data/toy/toy.npz").write_text("tampered")      # read by two runs
+    report = audit_paths(ROOTS, scale="quick")
+    assert len(report.drift) == 1 and report.drift[0].startswith("results/data/toy/toy.npz:")
+    marks = {line.split()[1]: line.split()[0] for line in report.lines if line.split()[0] in "✓✗⚠"}
+    assert marks["results/data/toy/toy.npz"] == "✗"
+    for above in ("results/quick/p/runs/e/a.csv", "results/quick/p/runs/e/b.csv", *ROOTS):
+        assert marks[above] == "⚠", above                       # built on the drifted file
+    for below in ("results/downloads/toy/manifest.json", "results/downloads/toy/labels.bin"):
+        assert marks[below] == "⚠", below                       # its inputs
+    assert sum("! " in line for line in report.lines) == 1       # once, though two runs recorded it
+    assert report.repair == ["snakemake --cores 1 results/quick/p/figures/f.csv results/quick/p/claims/f.csv "
+                             "--forcerun data_prepare --config scale=quick"]
+
+
+def test_audit_fails_on_a_generated_file_whose_sidecar_was_deleted(chain):
+    os.remove("results/data/toy/toy.npz.prov.json")
+    report = audit_paths(ROOTS)
+    assert not report.ok and "toy.npz: a generated file without its sidecar" in report.drift[0]
+    assert report.repair[0] == "rm results/data/toy/toy.npz   # generated files of unknown origin"
+    assert "--forcerun p_e_run" in report.repair[-1]
+
+
+def test_audit_catches_a_flipped_byte_in_a_raw_download(chain):
+    raw = Path("results/downloads/toy/labels.bin")
+    data = bytearray(raw.read_bytes())
+    data[5] ^= 1
+    raw.write_bytes(bytes(data))
+    report = audit_paths(ROOTS)
+    assert [d.split(":")[0] for d in report.drift] == ["results/downloads/toy/labels.bin"]
+    assert report.repair[-1].endswith("--forcerun data_fetch")
+
+
+def test_audit_catches_a_rewritten_sidecar_chain(chain):
+    """The issue's case: a run CSV changed and its sidecar rewritten to match; the figure recorded the old one."""
+    run_csv = "results/quick/p/runs/e/a.csv"
+    Path(run_csv).write_text("x\n5\n")
+    write_sidecars([run_csv], rule="p_e_run", inputs=["results/data/toy/toy.npz"])
+    assert find_drift([run_csv]) == []                           # consistent with itself...
+    report = audit_paths(ROOTS)                                  # ...but not with what the figure was made from
+    assert [d.split(":")[0] for d in report.drift] == [run_csv]
+    assert "sidecar was rewritten" in report.drift[0] and "--forcerun p_e_run" in report.repair[-1]
+    json.loads(Path(run_csv + ".prov.json").read_text())
+
+
+def test_cli_audit_ends_with_the_repair_command(chain, capsys, monkeypatch):
+    from fedrepro import cli
+
+    shutil.copytree(REPO / "config", chain / "config")
+    shutil.copytree(REPO / "workflow" / "schemas", chain / "workflow" / "schemas")
+    shutil.copytree(REPO / "notebooks", chain / "notebooks")
+    (chain / "src").symlink_to(REPO / "src")                     # the registry checks its runners exist
+    monkeypatch.setattr(cli, "repo_root", lambda: chain)
+    Path("results/quick/p/runs/e/b.csv").write_text("tampered\n")
+    assert cli.main(["audit", "results/quick/p/claims/f.csv", "--scale", "quick"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].strip() == ("snakemake --cores 1 results/quick/p/claims/f.csv --forcerun p_e_run "
+                               "--config scale=quick")
+
+
+def test_cli_advice_for_an_unbuilt_artifact_builds_it(workdir):
+    """`audit` of an artifact not built yet (here: one not built at the quick scale) prints a command; a dry run
+    of exactly that command resolves."""
+    import re
+    import shlex
+
+    env = {**os.environ, "PYTHONPATH": str(workdir / "src")}
+    proc = subprocess.run([sys.executable, "-m", "fedrepro", "audit", "thesis:fig3.1", "--scale", "quick"],
+                          cwd=workdir, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2 and "built only at scale(s) smoke, paper" in proc.stderr, proc.stderr
+    command = shlex.split(re.search(r"run `([^`]*)`", proc.stderr).group(1))
+    assert command[0] == "snakemake"
+    dry = subprocess.run([sys.executable, "-m", *command, "-n"], cwd=workdir, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert dry.returncode == 0 and "thesis_fig3_1" in dry.stdout + dry.stderr, dry.stderr[-2000:]

@@ -1,0 +1,32 @@
+"""Run one (experiment, configuration) with the runner the registry names, and write its tidy CSV + sidecars."""
+
+import time
+
+from fedrepro.io import write_csv
+from fedrepro.pipeline import RunContext, load_runner, rule_run
+from fedrepro.runtime import limit_threads
+
+sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
+spec = sm.params.spec
+with rule_run(sm, inputs=sm.input) as run:
+    if spec["alone"]:  # wall-clock runs: one BLAS thread, and (resource `alone`) no other job beside them
+        limit_threads(1)
+    inputs = {k: v for k, v in sm.input.items() if k != "code"}
+    ctx = RunContext(paper=sm.wildcards.paper, experiment=sm.wildcards.experiment,
+                     configuration=sm.wildcards.configuration, scale=sm.wildcards.scale, params=dict(sm.params.cfg),
+                     inputs=inputs, output=sm.output.csv, threads=1 if spec["alone"] else sm.threads,
+                     device_preference=sm.config.get("device", "auto"), log=run.log,
+                     progress=lambda it, **kw: run.progress(it, **kw))
+    t0 = time.perf_counter()
+    result = load_runner(spec["runner"])(ctx)
+    wall = time.perf_counter() - t0
+    rows = result.rows
+    if "configuration" not in rows:
+        rows.insert(0, "configuration", ctx.configuration)
+    write_csv(sm.output.csv, rows)
+    run.log.info("%s/%s (%s): %d rows in %.1f s", ctx.experiment, ctx.configuration, spec["runner"], len(rows), wall)
+    run.device = getattr(ctx, "_device", "cpu")
+    run.sidecars([sm.output.csv, *result.side_files],
+                 inputs=result.inputs if result.inputs is not None else list(inputs.values()),
+                 config=ctx.params, seeds=result.seeds if result.seeds is not None else [ctx.seed], data=result.data,
+                 extra={"runner": spec["runner"], "wall_seconds": round(wall, 2), **result.extra})
