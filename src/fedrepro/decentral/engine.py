@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
-from fedrepro.decentral.trigger import trigger_mask
+from fedrepro.decentral.trigger import TriggerReference, trigger_mask
 
 
 @dataclass
@@ -39,6 +39,7 @@ class EngineConfig:
     force_first: bool = True
     memory_efficient: bool = False    # s_i = Σ_j w_ij x̂_j kept and updated with W q (spec §3.1)
     flag_bits: int = 0                # A-25 optional 1-bit "no update" flag
+    trigger_reference: str = "copy"   # ch3:A-trigger-ref: drift against x̂ ("copy") or the last sent iterate
     keep_ledger: bool = True
 
     def as_dict(self) -> dict:
@@ -125,6 +126,7 @@ class DecentralEngine:
             self.copies.append(TrackedCopy(get_compressor(cfg.compressor, **params)))
         self.S = [None] * len(self.segments)   # memory-efficient s_i per segment
         self.generator = generator
+        self.reference = TriggerReference(cfg.trigger_reference)
         self.ledger = BitLedger(self.n) if cfg.keep_ledger else None
         self.t = 0
         self.eta_prev = None
@@ -175,7 +177,9 @@ class DecentralEngine:
             diff = Xh[:, a:b] if c.value is None else Xh[:, a:b] - c.value
             sq += (diff * diff).sum(dim=1).to(torch.float64)
         c_t = float(self.threshold(t, eta)) if self.threshold is not None else 0.0
-        fire = trigger_mask(sq.cpu().numpy(), c_t, eta, self.first_sync, cfg.force_first)
+        drift = self.reference.drift(sq, Xh)           # ‖x^{t+1/2} - r_i‖², r_i per ch3:A-trigger-ref
+        fire = trigger_mask(drift, c_t, eta, self.first_sync, cfg.force_first)
+        self.reference.sent(Xh, fire)
         self.first_sync = False
         step_bits = np.zeros(self.n, dtype=np.int64)
         X = Xh                      # a fresh tensor: updated in place segment by segment after its message
@@ -211,7 +215,7 @@ class DecentralEngine:
         mx = int(step_bits.max())
         self.airtime_bits += mx
         self.sync_log.append((t, int(fire.sum()), mx))
-        return {"sync": True, "fire": fire, "c_t": c_t, "sq_drift": sq.cpu().numpy(), "step_bits": step_bits}
+        return {"sync": True, "fire": fire, "c_t": c_t, "sq_drift": drift, "step_bits": step_bits}
 
     # ---- diagnostics ------------------------------------------------------------------------
     def trigger_rate(self) -> float:
