@@ -11,8 +11,8 @@ import torch
 from fedrepro.decentral.engine import DecentralEngine, method_config
 from fedrepro.decentral.experiments import MnistTask, node_shards, run_experiment
 from fedrepro.decentral.topology import ring
-from fedrepro.decentral.tuning import chosen_gammas, derived_runs, grid_summary
 from fedrepro.decentral.trigger import TriggerReference
+from fedrepro.decentral.tuning import chosen_gammas, derived_runs, grid_summary
 
 N, D = 6, 40
 
@@ -185,12 +185,12 @@ def test_whole_run_choice_skips_unstable_gammas_and_a10_does_not():
 
 def test_derived_configurations_take_each_method_at_its_chosen_gamma():
     runs = _grid()
-    summ = grid_summary(runs, tune_frac=0.25)
+    summ = grid_summary(runs, tune_frac=0.25)      # default growth_max 2: γ = 0.4 (x1.375) is stable
     derived = {"calibrated": {"grid": "one-class", "trigger_reference": "copy"},
                "last-sent": {"grid": "one-class", "trigger_reference": "last_sent"}}
     out = derived_runs(runs, summ, derived)
     picked = out.drop_duplicates(["configuration", "method"]).set_index(["configuration", "method"])
-    assert picked["gamma"].to_dict() == {("calibrated", "squarm"): 0.1, ("calibrated", "choco_topk"): 0.1,
+    assert picked["gamma"].to_dict() == {("calibrated", "squarm"): 0.4, ("calibrated", "choco_topk"): 0.1,
                                          ("calibrated", "vanilla"): 1.0, ("last-sent", "squarm"): 1.0,
                                          ("last-sent", "choco_topk"): 0.1, ("last-sent", "vanilla"): 1.0}
     assert set(out.loc[out.method == "squarm", "trigger_reference"]) == {"copy", "last_sent"}
