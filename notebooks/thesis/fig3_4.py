@@ -33,7 +33,8 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
-from fedrepro.decentral.artifacts import configurations_table, describe_run, differences, fig3_4, to_target_table
+from fedrepro.decentral.artifacts import (configurations_figure, configurations_table, describe_run, differences,
+                                         fig3_4, to_target_table)
 from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig3_4", root=root, scale=scale, configuration=configuration,
@@ -57,6 +58,9 @@ to_target_table(art)
 
 # %%
 configurations_table(art)
+
+# %%
+configurations_figure(art)
 
 # %% [markdown]
 # ### Reading the result

@@ -125,14 +125,34 @@ def run_sizes(p: dict) -> str:
             f"{horizon(p)}, batch {p['batch']}/node, {seeds} seed{'s' if seeds > 1 else ''}")
 
 
+def configuration_text(art, configuration: str) -> str:
+    """What a configuration assumes, in words: the data split, how γ was chosen (each method's γ) and the trigger
+    reference (Fig. 3.4's derived configurations; the others: the split only)."""
+    p = run_params_of(art, configuration)
+    spec = (art.params.get("derived") or {}).get(configuration)
+    parts = [PARTITION_TEXT.get(p.get("partition"), str(p.get("partition")))]
+    if spec is not None or art.params.get("derived"):
+        gammas = ", ".join(f"{SHORT.get(m, m)} {g:g}" for m, g in method_gammas(art, configuration).items())
+        parts.append(f"γ {'by the whole run' if spec else 'by A-10'} ({gammas})")
+        ref = spec["trigger_reference"] if spec else p.get("trigger_reference", "copy")
+        parts.append(f"trigger vs {REFERENCE_SHORT.get(ref, ref)}")
+    return "; ".join(parts)
+
+
+SHORT = {"squarm": "SQuARM", "squarm_noet": "SQuARM no-ET", "choco_sign": "CHOCO-Sign", "choco_topk": "CHOCO-TopK",
+         "vanilla": "vanilla"}
+
+
 def _title(art, extra: str = "") -> str:
-    return (f"{art.label}: {run_sizes(run_params_of(art))}{extra}\nconfiguration `{shown(art)}`, scale `{art.scale}`"
-            + (" (stand-in data)" if art.stand_in else ""))
+    conf = shown(art)
+    return (f"{art.label}: {run_sizes(run_params_of(art))}{extra}\nconfiguration `{conf}` "
+            f"({configuration_text(art, conf)}), scale `{art.scale}`" + (" (stand-in data)" if art.stand_in else ""))
 
 
 PARTITION_TEXT = {"sorted": "label-sorted shards, one class per node", "two_classes": "two classes per node",
                   "iid": "iid shards"}
 REFERENCE_TEXT = {"copy": "the public copy x̂", "last_sent": "the node's iterate at its last transmission"}
+REFERENCE_SHORT = {"copy": "x̂ (copy)", "last_sent": "last sent"}
 
 
 def method_gammas(art, configuration: str) -> dict[str, float]:
@@ -459,6 +479,41 @@ def to_target_table(art):
     return Markdown(markdown_table(_format(_summary(data, shown(art))[TO_TARGET_COLUMNS])))
 
 
+def configurations_figure(art, x: str = "bits_B32"):
+    """Panel (b) of the figure (metric vs total bits, log x) once per configuration, each with its own target: the
+    named configurations side by side (read from the CSV the figure function wrote; not saved)."""
+    import matplotlib.pyplot as plt
+
+    apply_style()
+    p = art.params
+    metric = p["metric"]
+    data = pd.read_csv(art.outputs["csv"])
+    present = list(dict.fromkeys(data.loc[data.row == "summary", "configuration"]))
+    derived = p.get("derived") or {}
+    order = [c for c in present if c not in derived] + [c for c in derived if c in present]
+    cols = min(4, len(order))
+    rows = -(-len(order) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows), sharey=True, squeeze=False)
+    for ax, conf in zip(axes.flat, order):
+        cur = data[(data.row == "curve") & (data.configuration == conf)]
+        summ = _summary(data, conf)
+        for m, c in cur.groupby("method", sort=False):
+            c = c[c[x] > 0]
+            ax.plot(c[x], c[metric], label=label(m), color=color(m))
+        tgt, rule = float(summ["target"].iloc[0]), summ["target_rule"].iloc[0]
+        ax.axhline(tgt, color="k", lw=0.8, ls=":", label="target (the paper's, or the A-49 fallback)")
+        ax.set_xscale("log")
+        ax.set_title(f"{conf}: target {tgt:.3g}" + ("" if rule == "stated" else " (A-49)"), fontsize=9)
+        ax.set_xlabel(AXIS_LABELS.get(x, x), fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(AXIS_LABELS.get(metric, metric))
+    for ax in list(axes.flat)[len(order):]:
+        ax.set_visible(False)
+    _figure_legend(fig, [ax for ax in axes.flat if ax.get_visible()], ncol=5)
+    fig.suptitle(f"{art.label}, every configuration: {AXIS_LABELS.get(metric, metric)} vs total bits", fontsize=10)
+    return _detached(fig)
+
+
 def configurations_table(art):
     """One row per configuration (Fig. 3.4: as-stated and the derived ones): the assumption alternatives it runs,
     the target and how it was chosen, SQuARM's savings against each baseline, its trigger rate and the final test
@@ -471,8 +526,10 @@ def configurations_table(art):
     summ = data[data.row == "summary"]
     derived = p.get("derived") or {}
     rows = []
-    for conf, g in summ.groupby("configuration", sort=False):
-        g = g.set_index("method")
+    present = list(dict.fromkeys(summ["configuration"]))
+    order = [c for c in present if c not in derived] + [c for c in derived if c in present]
+    for conf in order:
+        g = summ[summ.configuration == conf].set_index("method")
         params = run_params_of(art, conf)
         spec = derived.get(conf)
         row = {"configuration": conf,
@@ -598,7 +655,7 @@ def gamma_grid_markdown(frame: pd.DataFrame) -> str:
         rows = []
         for (method, ref), h in g.groupby(["method", "trigger_reference"], sort=False):
             h = h.sort_values("gamma")
-            name = label(method) + (f", trigger vs {ref}" if ref != "-" else "")
+            name = label(method) + (f", trigger vs {REFERENCE_SHORT.get(ref, ref)}" if ref != "-" else "")
             cells = {f"γ = {gm:g}": _cell(r) for gm, r in zip(h["gamma"], h.itertuples())}
             wr, a10 = h[h.chosen_whole_run == 1], h[h.chosen_a10 == 1]
             cells["whole-run γ"] = f"{float(wr.gamma.iloc[0]):g}" if len(wr) else "none stable"

@@ -57,8 +57,14 @@ def grid_summary(runs: pd.DataFrame, *, tune_frac: float = 0.1, growth_max: floa
                          consensus_half=float(half["consensus_dist"]), consensus_final=float(last["consensus_dist"]),
                          trigger_rate=float(last["trigger_rate"]), final_bits_B32=float(last.get("bits_B32", np.nan))))
     per_seed = pd.DataFrame(rows)
-    out = per_seed.groupby([*GROUP, "gamma"], sort=False).mean(numeric_only=True).reset_index()
-    out["n_seeds"] = per_seed.groupby([*GROUP, "gamma"], sort=False)["seed"].nunique().to_numpy()
+    # the runs' own order of configurations and methods (pivot_table sorted them by name), then γ
+    for col in ("configuration", "method"):
+        per_seed[col] = pd.Categorical(per_seed[col], categories=list(dict.fromkeys(runs[col])))
+    per_seed = per_seed.sort_values([*GROUP, "gamma"], kind="stable")
+    out = per_seed.groupby([*GROUP, "gamma"], sort=False, observed=True).mean(numeric_only=True).reset_index()
+    for col in ("configuration", "method"):
+        out[col] = out[col].astype(str)
+    out["n_seeds"] = per_seed.groupby([*GROUP, "gamma"], sort=False, observed=True)["seed"].nunique().to_numpy()
     out = out.drop(columns="seed")
     out["consensus_growth"] = out["consensus_final"] / out["consensus_half"]
     out["growth_max"] = growth_max
