@@ -145,8 +145,8 @@ SHORT = {"squarm": "SQuARM", "squarm_noet": "SQuARM no-ET", "choco_sign": "CHOCO
 
 def _title(art, extra: str = "") -> str:
     conf = shown(art)
-    return (f"{art.label}: {run_sizes(run_params_of(art))}{extra}\nconfiguration `{conf}` "
-            f"({configuration_text(art, conf)}), scale `{art.scale}`" + (" (stand-in data)" if art.stand_in else ""))
+    return (f"{art.label}: {run_sizes(run_params_of(art))}{extra}\nconfiguration `{conf}`, scale `{art.scale}`"
+            + (" (stand-in data)" if art.stand_in else "") + f"\n{configuration_text(art, conf)}")
 
 
 PARTITION_TEXT = {"sorted": "label-sorted shards, one class per node", "two_classes": "two classes per node",
