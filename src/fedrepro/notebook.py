@@ -36,7 +36,8 @@ def default_outputs(root: Path, scale: str, paper: str, artifact: str, kind: str
 
 
 def data_status(root: str | Path, run_files) -> dict:
-    """dataset -> 'real' | 'stand-in' over the runs' sidecars (what the artifact's own sidecar will say)."""
+    """dataset -> 'real' | 'real-reencoded' | 'stand-in' over the runs' sidecars (what the artifact's own sidecar
+    will say)."""
     from fedrepro.provenance.sidecar import inherited_data_status
 
     return inherited_data_status([Path(root) / f for f in run_files])
@@ -129,6 +130,11 @@ class Artifact:
     def stand_in(self) -> bool:
         return any(v == "stand-in" for v in self.data_status.values())
 
+    @property
+    def reencoded(self) -> bool:
+        """Made from real images through a lossy codec (a JPEG copy of CIFAR-10): judged, with a lighter mark."""
+        return any(v == "real-reencoded" for v in self.data_status.values())
+
     # ---- writing ------------------------------------------------------------------------------------
     def write_data(self, frame) -> None:
         """The numbers the artifact shows (claims are computed from this CSV)."""
@@ -137,7 +143,8 @@ class Artifact:
         write_csv(self.outputs["csv"], frame)
 
     def save_figure(self, fig) -> None:
-        """PDF + PNG, with the stand-in watermark when any input is a stand-in.
+        """PDF + PNG, with the stand-in watermark when any input is a stand-in (else a lighter re-encoded mark when
+        any input is a lossy copy of the real images).
 
         The figure is closed afterwards: the notebook shows it once, as the value the artifact function returns
         (the inline backend would otherwise also draw every open figure at the end of the cell)."""
@@ -145,7 +152,7 @@ class Artifact:
 
         from fedrepro.plotting import save_figure
 
-        save_figure(fig, self.outputs["pdf"], self.outputs["png"], stand_in=self.stand_in)
+        save_figure(fig, self.outputs["pdf"], self.outputs["png"], stand_in=self.stand_in, reencoded=self.reencoded)
         plt.close(fig)
 
     def write_markdown(self, text: str) -> None:

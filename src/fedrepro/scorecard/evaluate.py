@@ -5,6 +5,8 @@ Verdicts:
   reproduced-qualitatively   outside the band, but the claim's ``qualitative`` check holds
   not-reproduced             neither
   not-comparable             stand-in data, or a scale where the claim has no band
+Data kinds (the artifact sidecar's ``data`` map): real; real-reencoded (the real images through a lossy codec,
+e.g. a JPEG copy of CIFAR-10: judged, the caveat leads the detail); stand-in (every verdict not-comparable).
   not-run                    the number could not be computed (row missing, data unavailable)
 """
 
@@ -157,7 +159,10 @@ def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str
     """
     source = source or claim_source(paper)
     stand_in = any(v == "stand-in" for v in (data_status or {}).values())
-    data_label = "stand-in" if stand_in else "real"
+    reencoded = sorted(k for k, v in (data_status or {}).items() if v == "real-reencoded")
+    data_label = "stand-in" if stand_in else "real-reencoded" if reencoded else "real"
+    caveat = (f"re-encoded images ({', '.join(reencoded)}: the real images through a lossy JPEG codec, every pixel off "
+              f"by the coding error); ") if reencoded else ""
     rows = []
     for claim in claims:
         if data is None:
@@ -173,6 +178,8 @@ def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str
             for cid, paper_value, ours, verdict, detail in _claim_rows(claim, sub, scale, source):
                 if stand_in and verdict != "not-run":
                     verdict, detail = "not-comparable", "stand-in data; " + detail
+                elif caveat and verdict != "not-run":
+                    detail = caveat + detail
                 rows.append([paper, cid, artifact, claim["statement"], _fmt(paper_value), _fmt(ours), verdict,
                              config or "", data_label, scale, _band_text(claim["tolerance"].get(scale)), detail])
     return pd.DataFrame(rows, columns=COLUMNS)
