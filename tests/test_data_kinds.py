@@ -64,5 +64,5 @@ def _marks(tmp_path, **kw):
 
 def test_figures_mark_reencoded_data_lightly_and_stand_ins_loudly(tmp_path):
     assert _marks(tmp_path) == []
-    assert _marks(tmp_path, reencoded=True) == ["data: re-encoded JPEG images"]
+    assert _marks(tmp_path, reencoded=True) == ["RE-ENCODED JPEG"]
     assert _marks(tmp_path, stand_in=True, reencoded=True) == ["STAND-IN DATA"]

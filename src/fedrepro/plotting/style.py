@@ -27,8 +27,8 @@ def save_figure(fig, pdf: str | Path, png: str | Path, stand_in: bool = False, r
         fig.text(0.5, 0.5, "STAND-IN DATA", fontsize=40, color="red", alpha=0.18, ha="center", va="center",
                  rotation=25, transform=fig.transFigure, zorder=1000)
     elif reencoded:
-        fig.text(0.99, 0.01, "data: re-encoded JPEG images", fontsize=9, color="0.35", alpha=0.8, ha="right",
-                 va="bottom", style="italic", transform=fig.transFigure, zorder=1000)
+        fig.text(0.5, 0.5, "RE-ENCODED JPEG", fontsize=32, color="0.35", alpha=0.12, ha="center", va="center",
+                 rotation=25, transform=fig.transFigure, zorder=1000)
     for path, fmt in ((pdf, "pdf"), (png, "png")):
         with atomic_path(path) as tmp:
             # fixed metadata so reruns give identical files
