@@ -27,7 +27,8 @@ import time
 import numpy as np
 
 from fedrepro.comm import TrackedCopy, get_compressor
-from fedrepro.gcca import EngineConfig, dense_views, mvlsa, polar, run_maxvar
+from fedrepro.gcca import EngineConfig, dense_views, polar, run_maxvar
+from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.gcca.views import sample_rows
 from fedrepro.runtime import limit_threads, rng_stream
 
