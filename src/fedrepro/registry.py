@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedrepro.config import SCALES, ConfigError, deep_merge, load_yaml, validate
+from fedrepro.paramspec import check_parameters
 
 OUTPUT_SUFFIXES = {"table": (".csv", ".md"), "figure": (".csv", ".pdf", ".png")}
 ARTIFACT_DIRS = {"table": "tables", "figure": "figures"}
@@ -44,6 +45,7 @@ class Registry:
                 if reg["paper"] != path.stem:
                     raise ConfigError(f"{where}: key 'paper' is {reg['paper']!r} but the file is named {path.stem}.yaml")
                 _cross_check(reg, root, where)
+                check_parameters(reg, root, where)  # each experiment's parameters against its runner's PARAMETERS
             papers[reg["paper"]] = reg
         return cls(root=root, papers=papers)
 

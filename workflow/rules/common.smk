@@ -6,18 +6,26 @@ from snakemake.exceptions import WorkflowError
 from fedrepro.codedeps import closure_relpaths
 from fedrepro.config import ConfigError, resolve_config
 from fedrepro.data.registry import load_registry
+from fedrepro.plugins import PluginError, import_plugins
 from fedrepro.registry import Registry
 from fedrepro.scorecard.expressions import validate_claim_expressions
 
 try:
     _resolved = resolve_config(config, workflow.config_settings.overwrite_config, ROOT)
+    # user compressors register themselves on import, before the registry's names are checked (docs/comm.md)
+    import_plugins(_resolved.get("comm", {}).get("plugins"), root=ROOT)
     REGISTRY = Registry.load(ROOT)
     validate_claim_expressions(REGISTRY)  # a typo in a claim stops the run here, with file, id and suggestion
-except ConfigError as exc:
+except (ConfigError, PluginError) as exc:
     raise WorkflowError(f"fedrepro configuration error:\n{exc}") from None
 config.clear()
 config.update(_resolved)
 SCALE = config["scale"]
+# plugin files are code of every run (a changed compressor reruns the runs); plugin modules of installed
+# packages are not tracked
+PLUGIN_FILES = [
+    p for p in config.get("comm", {}).get("plugins") or [] if str(p).endswith(".py")
+]
 PAPERS = ("gcca", "cvfl", "thesis", "adept")
 
 # A wall-clock run (registry `alone: true`) takes every `machine` slot, so no other job runs beside it; every
@@ -117,6 +125,7 @@ def run_inputs(wc):
         "code": code(
             "workflow/scripts/run.py", modules=(spec["runner"].partition(":")[0],)
         )
+        + PLUGIN_FILES
     }
     if spec["dataset"]:
         inputs["data"] = prepared(spec["dataset"])
