@@ -466,14 +466,16 @@ def check_parameters(reg: dict, root: str | Path, where: str) -> None:
 
 
 def declared_keys(spec: Mapping, prefix: str = "") -> set[str]:
-    """Every key path a spec declares ('lr.kind', 'runs[].b'), for coverage checks."""
+    """Every key path a spec declares ('lr.kind', 'runs[].b', 'setups.*.B'), for coverage checks."""
     out = set()
-    for key, (node, _) in spec.fields.items():
+    entries = [(key, node) for key, (node, _) in spec.fields.items()]
+    if spec.wildcard is not None:
+        entries.append(("*", spec.wildcard))
+    for key, node in entries:
         path = f"{prefix}{key}"
         out.add(path)
-        for sub in _containers(node):
-            suffix = "[]." if isinstance(sub[0], ListOf) else "."
-            out |= declared_keys(sub[1], path + suffix)
+        for outer, mapping in _containers(node):
+            out |= declared_keys(mapping, path + ("[]." if isinstance(outer, ListOf) else "."))
     return out
 
 
