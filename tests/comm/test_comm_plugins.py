@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from fedrepro.comm import RandK, TopK, available_compressors, get_compressor, register_compressor
-from fedrepro.comm import registry
+from fedrepro.comm import RandK, TopK, available_compressors, get_compressor, register_compressor, registry
 from fedrepro.config import load_yaml, resolve_config
 from fedrepro.plugins import PluginError, import_plugins
 

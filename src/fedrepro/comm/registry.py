@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .base import Compressor
 from .compose import compose
