@@ -69,9 +69,18 @@ def _has_data_in_view(ax, artist) -> bool:
                  & (xy[:, 1] >= box.y0 - 0.5) & (xy[:, 1] <= box.y1 + 0.5)).any())
 
 
+def _render(fig):
+    """Lay the figure out and draw it (on an Agg canvas: Artifact.save_figure has closed it); the renderer."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
 def legend_entries_without_data(fig) -> list[str]:
     """Legend labels (of axes or figure legends) whose artists draw nothing inside their axes' plotted range."""
-    fig.canvas.draw()
+    _render(fig)
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
     labelled = [(ax, a) for ax in fig.axes for a in [*ax.lines, *ax.containers, *ax.collections]]
     missing = []
@@ -96,8 +105,7 @@ def _drawn_tick_labels(axis):
 
 def overlapping_tick_labels(fig) -> list[tuple[str, str]]:
     """Pairs of visible tick labels (of any axes of the figure) whose drawn boxes overlap (issue 15: none allowed)."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    renderer = _render(fig)
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
              for t in _drawn_tick_labels(axis)]
     return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:]
