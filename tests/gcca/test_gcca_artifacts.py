@@ -381,11 +381,11 @@ def test_every_gcca_artifact_has_a_percent_notebook(registry):
 # ---- Fig. 2: the compression operation, from a run of the project's own quantizer ---------------------------------
 
 def test_fig2_draws_the_quantizer_it_describes(tmp_path, registry):
-    from fedrepro.gcca.compression_illustration import run
+    from fedrepro.gcca.compression_illustration import illustrate
     from fedrepro.notebook import Artifact
 
     p = {"seed": 0, "J": 6, "K": 4, "q": 3, "draws": 4000}
-    runs = _write_runs(tmp_path, "compression", {"as-stated": run("compression", p)})
+    runs = _write_runs(tmp_path, "compression", {"as-stated": illustrate("compression", p)})
     # built by hand: the registry lists fig2 once its experiment `compression` exists
     entry = {"label": "Fig. 2", "kind": "figure", "caption": "", "experiments": ["compression"], "scales": [SCALE]}
     outputs = {s: str(tmp_path / "out" / f"fig2.{s}") for s in ("csv", "pdf", "png")}
@@ -405,7 +405,20 @@ def test_fig2_draws_the_quantizer_it_describes(tmp_path, registry):
     assert (np.rint(entries.level * S) - entries.p).isin([0, 1]).all()
     sd = np.sqrt(entries.frac * (1 - entries.frac) / p["draws"]).clip(lower=1e-3)
     assert ((entries.up_rate - entries.frac).abs() <= 5 * sd).all()
+    assert (entries.z.abs() <= 5).all()  # the column a claim on eq. (18) would read
     hist = data.query("kind == 'histogram'")
     assert hist["count"].sum() == p["draws"] * p["J"] * p["K"]
     assert np.isclose(hist.level * S, np.rint(hist.level * S)).all()
     _check_figure(art, fig)
+
+
+def test_fig2_runner_follows_the_run_contract(tmp_path):
+    from fedrepro.gcca.compression_illustration import illustrate, run
+    from fedrepro.pipeline import RunContext
+
+    p = {"seed": 3, "J": 3, "K": 2, "q": 4, "draws": 50}
+    ctx = RunContext(paper="gcca", experiment="compression", configuration="as-stated", scale=SCALE, params=p,
+                     inputs={}, output=str(tmp_path / "as-stated.csv"))
+    result = run(ctx)
+    pd.testing.assert_frame_equal(result.rows, illustrate("compression", p))
+    assert result.seeds == [3] and result.data == {"gcca-compression-synthetic": "real"}
