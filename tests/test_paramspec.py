@@ -298,6 +298,8 @@ READS = {
         ("fedrepro.cvfl.costcheck", "batches_per_epoch", {"setup": "setups.*."})],
     "fedrepro.gcca.experiments:run": [("fedrepro.gcca.experiments", f, {**_P, "v": "variants[]."})
                                       for f in ("_views", "run_experiment", "run")],
+    "fedrepro.gcca.compression_illustration:run": [("fedrepro.gcca.compression_illustration", f, _P)
+                                                   for f in ("illustrate", "run")],
     "fedrepro.gcca.europarl:run": [("fedrepro.gcca.europarl", f, _P) for f in ("run_europarl", "run")],
     "fedrepro.gcca.deep_experiments:deep_toy": [("fedrepro.gcca.deep_experiments", f, _P)
                                                 for f in ("_cfg", "_methods", "run_deep_toy", "deep_toy")],

@@ -18,6 +18,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+# What `run` reads (gcca.yaml fig2), checked when the registry loads; format: fedrepro/paramspec.py.
+PARAMETERS = {
+    "J": "int>=1", "K": "int>=1",           # the shape of Δ
+    "q": "int>=2",                          # CuteMaxVar bits per entry
+    "draws": "int>=1",                      # compressions of the same Δ
+}
+
 
 def run(ctx):
     """Runner (registry `runner:`) of the Fig. 2 experiment: one configuration's rows."""
