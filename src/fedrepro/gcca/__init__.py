@@ -13,6 +13,8 @@ Spec: shared/specs/gcca_cutemaxvar.md (§2-§3.5, §3.8, §4, §5.1-§5.6).  Mod
 
 # Names resolve lazily (PEP 562): importing one module of the package does not import the others, so start-up
 # stays fast and a job's code dependencies (derived from imports) stay the modules it really uses.
+# Not here: functions named like their module (`optimum`, `prepare`, ...): once the submodule is imported,
+# Python binds the package attribute to the module; import them from the module itself.
 _EXPORTS = {
     "DenseViews": "fedrepro.gcca.views",
     "EngineConfig": "fedrepro.gcca.engine",
@@ -20,8 +22,6 @@ _EXPORTS = {
     "SparseViews": "fedrepro.gcca.views",
     "dense_views": "fedrepro.gcca.generators",
     "maxvar_objective": "fedrepro.gcca.objective",
-    "mvlsa": "fedrepro.gcca.mvlsa",
-    "optimum": "fedrepro.gcca.optimum",
     "polar": "fedrepro.gcca.objective",
     "run_maxvar": "fedrepro.gcca.engine",
     "sparse_views": "fedrepro.gcca.generators",
