@@ -167,7 +167,7 @@ def slurm_partition(wc):
 
 def slurm_extra(wc):
     """A wall-clock run (`alone`) gets a node of its own on SLURM, as it gets the machine locally."""
-    return "'--exclusive'" if run_spec(wc)["alone"] else ""
+    return "--exclusive" if run_spec(wc)["alone"] else ""
 
 
 # ---- renders (registry artifacts) -----------------------------------------------------------------------
