@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from fedrepro.gcca import EngineConfig, mvlsa, optimum, run_maxvar
+from fedrepro.gcca import EngineConfig, run_maxvar
 from fedrepro.gcca.generators import dense_views, sparse_views
+from fedrepro.gcca.mvlsa import mvlsa
+from fedrepro.gcca.optimum import optimum
 from fedrepro.runtime import limit_threads, rng_stream
 
 

@@ -10,7 +10,7 @@ Computed from the source text with `ast` at DAG-build time; nothing is imported.
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 PACKAGE = "fedrepro"
@@ -36,7 +36,7 @@ def _parents(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _lazy_exports(init: Path) -> dict[str, str]:
     """name -> module of a package whose __init__ resolves names lazily through an `_EXPORTS = {...}` literal."""
     for node in ast.parse(init.read_text()).body:
@@ -45,7 +45,7 @@ def _lazy_exports(init: Path) -> dict[str, str]:
     return {}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _direct_imports(path: Path, src: Path) -> tuple[str, ...]:
     """The fedrepro modules one file imports (names that may be modules: `from a import b` gives a and a.b)."""
     tree = ast.parse(path.read_text(), filename=str(path))
@@ -67,7 +67,8 @@ def _direct_imports(path: Path, src: Path) -> tuple[str, ...]:
             init = _module_file(src, base) if base.startswith(PACKAGE) else None
             if init is not None and init.name == "__init__.py":
                 lazy = _lazy_exports(init)
-                found += [lazy[a.name] for a in node.names if a.name in lazy]
+                found += [lazy[a.name] if lazy[a.name].startswith(PACKAGE) else f"{base}.{lazy[a.name]}"
+                          for a in node.names if a.name in lazy]
     return tuple(m for m in dict.fromkeys(found) if m == PACKAGE or m.startswith(PACKAGE + "."))
 
 

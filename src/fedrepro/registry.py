@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedrepro.config import SCALES, ConfigError, deep_merge, load_yaml, validate
+from fedrepro.paramspec import check_parameters
 
 OUTPUT_SUFFIXES = {"table": (".csv", ".md"), "figure": (".csv", ".pdf", ".png")}
 ARTIFACT_DIRS = {"table": "tables", "figure": "figures"}
@@ -30,17 +31,21 @@ class Registry:
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
-    def load(cls, root: str | Path = ".") -> "Registry":
+    def load(cls, root: str | Path = ".", check: bool = True) -> "Registry":
+        """Read every config/papers/*.yaml; `check=False` skips schema and cross-checks (the workflow has already
+        made them when a notebook or a job reads the registry again)."""
         root = Path(root)
-        schema = load_yaml(root / "workflow" / "schemas" / "paper.schema.yaml")
+        schema = load_yaml(root / "workflow" / "schemas" / "paper.schema.yaml") if check else None
         papers = {}
         for path in sorted((root / "config" / "papers").glob("*.yaml")):
             reg = load_yaml(path)
             where = str(path.relative_to(root))
-            validate(reg, schema, where)
-            if reg["paper"] != path.stem:
-                raise ConfigError(f"{where}: key 'paper' is {reg['paper']!r} but the file is named {path.stem}.yaml")
-            _cross_check(reg, root, where)
+            if check:
+                validate(reg, schema, where)
+                if reg["paper"] != path.stem:
+                    raise ConfigError(f"{where}: key 'paper' is {reg['paper']!r} but the file is named {path.stem}.yaml")
+                _cross_check(reg, root, where)
+                check_parameters(reg, root, where)  # each experiment's parameters against its runner's PARAMETERS
             papers[reg["paper"]] = reg
         return cls(root=root, papers=papers)
 

@@ -35,24 +35,32 @@ def energy_runs(keys: dict, methods, seeds=3):
     return grid.assign(configuration="as-stated", step=150, metric="energy", value=RNG.uniform(50, 99, len(grid)))
 
 
-def test_table1_means_and_population_stds(tmp_path):
-    runs = energy_runs({"sigma_star": [0.05, 0.025, 0.01], "snr_db": [6]}, ["baseline", "adept", "global", "local"])
+def test_table1_means_stds_and_the_papers_orientation(tmp_path):
+    runs = energy_runs({"sigma_star": [0.05, 0.025, 0.01]}, ["baseline", "adept", "global", "local"])
+    runs["snr_db"] = runs.sigma_star.map({0.05: 6, 0.025: 12, 0.01: 20})
     art = open_frames("table1", {"table1": runs}, tmp_path)
-    md = A.table1(art)
+    md = A.table1(art).data
     data = pd.read_csv(art.outputs["csv"])
     cell = runs[(runs.sigma_star == 0.025) & (runs.method == "global")].value
     row = data[data.sigma_star == 0.025].iloc[0]
     assert row.global_training == pytest.approx(cell.mean()) and row.global_training_std == pytest.approx(cell.std(ddof=0))
-    assert row.n_runs == 3 and "Table 1" in md.data
+    # the paper's layout: methods as rows, sigma* (SNR) as columns, the paper's number in every cell
+    lines = [line for line in md.splitlines() if line.startswith("| ")]
+    assert lines[0] == "| Method | σ* = 0.05 (6 dB) | σ* = 0.025 (12 dB) | σ* = 0.01 (20 dB) |"
+    adept = next(line for line in lines if line.startswith("| ADEPT-AE |"))
+    assert f"{row.adept:.1f} ± {row.adept_std:.1f} (paper 95.9)" in adept
+    assert all(line.count("(paper ") == 3 for line in lines[1:]) and "over 3 runs" in md
 
 
 def test_table2_error_reduction(tmp_path):
     keys = {"dataset": ["mnist"], "latent": ["low", "high"], "latent_dim": [10]}
-    runs = energy_runs(keys, ["baseline", "adept", "fedavg", "local"], seeds=1)
+    runs = energy_runs(keys, ["baseline", "adept", "fedavg", "local"], seeds=1).assign(n_train_mean=120.0)
     art = open_frames("table2", {"table2_mnist": runs}, tmp_path)
-    A.table2(art)
+    md = A.table2(art).data
     row = pd.read_csv(art.outputs["csv"]).iloc[0]
     assert row.err_reduction_vs_fedavg == pytest.approx(1 - (100 - row.adept) / (100 - row.fedavg))
+    # one run: the mean alone, never '± 0.0'; the paper's MNIST Low FedAvg is 66.2
+    assert "± 0.0" not in md and "one run per cell" in md and f"{row.fedavg:.1f} (paper 66.2)" in md
 
 
 def dgm_runs(seeds=2, clients=3, side=4):
@@ -83,6 +91,9 @@ def test_table3_and_figures_3_4(tmp_path):
     per_run = runs.query("regime == 'high' and method == 'local' and metric == 'fid'").groupby("seed").value.mean()
     assert high.fid_local == pytest.approx(per_run.mean()) and high.n_runs == 2
     assert high.imp_fid_vs_local == pytest.approx(1 - high.fid_adept / high.fid_local)
+    md = Path(art.outputs["md"]).read_text()
+    assert "| Baseline | not run (paper 72.3) | not run (paper 0.062) |" in md
+    assert f"| ADEPT-DGM | {high.fid_adept:.1f} ± {high.fid_adept_std:.1f} (paper 80.0) |" in md
 
     art = open_frames("fig3", {"table3": runs}, tmp_path / "f3")
     fig = A.fig3(art)

@@ -10,6 +10,29 @@ from fedrepro.adept.fed import ClientData, FedConfig, client_forward, stacked_in
 from fedrepro.metrics.energy import energy_captured
 from fedrepro.models.adept_nets import ConvAE, LinearAE
 
+# What `table1` and `table2` read (adept.yaml), checked when the registry loads; format: fedrepro/paramspec.py.
+_TRAINING = {
+    "m": "int>=1", "seeds": "int>=1",
+    "methods": "list[baseline|adept|fedavg|global|local]",
+    "epochs": "int>=1", "tau": "int>=1", "lr": "float>0", "lr_global": "float>0", "lr_sigma": "float>=0",
+    "sigma0": "float>0", "lazy_epochs": "int>=0", "xi": "float>=0", "lambda_reg": "float>=0",
+}
+TABLE1_PARAMETERS = {
+    **_TRAINING,
+    "d": "int>=1", "latent": "int>=1", "n_train": "int>=1", "n_test": "int>=1",
+    "sigma_mu": "float>0", "sigma_stars": "list[float>0]",
+    "baseline_decoder?": "frozen|trained",  # Baseline: the true decoder kept fixed, or trained from it
+}
+TABLE2_PARAMETERS = {
+    **_TRAINING,
+    "dataset": "str",                       # a label for the rows (the data come from the experiment's `dataset`)
+    "data_ratio": "float>0<=1", "test_ratio": "float>0<=1",
+    "layout?": "consecutive|block",
+    "model": "linear|conv",
+    "latents": "list[int>=1, int>=1]",      # [low, high] latent dimensions
+    "baseline_epochs?": "int>=1",
+}
+
 
 def recon_loss(fwd):
     def loss(params, batch):

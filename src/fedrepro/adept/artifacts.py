@@ -7,12 +7,22 @@ data frame; the `_plot_*` functions draw it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from fedrepro.plotting import apply_style, color, label, markdown_table
+from fedrepro.plotting.paper_values import (
+    beside,
+    mean_std,
+    paper_value,
+    runs_text,
+    stand_in_line,
+)
 
 DATASET_ID = {"mnist": 0, "fashion_mnist": 1, "cifar10": 2}
+DATASET_LABEL = {"mnist": "MNIST", "fashion_mnist": "F. MNIST", "cifar10": "CIFAR-10"}   # the paper's row names
 
 
 def fig2_data(runs: pd.DataFrame) -> pd.DataFrame:
@@ -32,7 +42,7 @@ def fig2_data(runs: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns=lambda c: c.replace("global", "global_training"))
 
 
-def _plot_fig2(data: pd.DataFrame, configuration: str, title: str):
+def _plot_fig2(data: pd.DataFrame, configuration: str, title: str, adept_label: str):
     import matplotlib.pyplot as plt
 
     d = data[data.configuration == configuration].sort_values("sigma_star")
@@ -41,14 +51,15 @@ def _plot_fig2(data: pd.DataFrame, configuration: str, title: str):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [2, 1]})
     for m, mk in (("adept", "o"), ("local", "s"), ("global_training", "^")):
         ax.errorbar(xpos, d[m], yerr=d[m + "_std"], marker=mk, capsize=3, color=color(m),
-                    label=label(m) if m != "adept" else "ADEPT-PCA")
+                    label=adept_label if m == "adept" else label(m))
     ax.set(xscale="log", yscale="log", xlabel="true heterogeneity σ* (leftmost point: σ* = 0)",
-           ylabel="reconstruction error / true model's", title=title)
+           ylabel="reconstruction error / true model's", title="error ratio")
     ax.legend()
     ax2.plot(xpos, d["sigma_learned"], "o-", color=color("adept"))
     ax2.plot(xpos, xpos, ":", color="grey", label="σ = σ*")
-    ax2.set(xscale="log", yscale="log", xlabel="σ*", ylabel="learned σ (ADEPT-PCA)", title="learned σ")
+    ax2.set(xscale="log", yscale="log", xlabel="σ*", ylabel=f"learned σ ({adept_label})", title="learned σ")
     ax2.legend()
+    fig.suptitle(title)
     return fig
 
 
@@ -75,14 +86,6 @@ def table2_data(runs: pd.DataFrame) -> pd.DataFrame:
         if m in t and "adept" in t:
             t[f"err_reduction_vs_{m}"] = 1 - (100 - t["adept"]) / (100 - t[m])
     return t.sort_values(["configuration", "dataset_id", "high"]).reset_index(drop=True)
-
-
-def fmt_pm(t: pd.DataFrame, methods, digits: int = 1) -> pd.DataFrame:
-    out = t.copy()
-    for m in methods:
-        if m in t:
-            out[m] = [f"{a:.{digits}f} ± {b:.{digits}f}" for a, b in zip(t[m], t.get(m + "_std", 0 * t[m]))]
-    return out
 
 
 DGM_METHODS = ("adept", "fedavg_ft", "local")
@@ -134,7 +137,7 @@ def fig3_data(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([summ, px], ignore_index=True)
 
 
-def _plot_fig3(data: pd.DataFrame, configuration: str, title: str):
+def _plot_fig3(data: pd.DataFrame, configuration: str, title: str, labels: dict):
     import matplotlib.pyplot as plt
 
     px = data[(data.row == "pixel") & (data.configuration == configuration)]
@@ -151,7 +154,7 @@ def _plot_fig3(data: pd.DataFrame, configuration: str, title: str):
             r, c = divmod(s, k)
             grid[r * (side + 1): r * (side + 1) + side, c * (side + 1): c * (side + 1) + side] = imgs[s]
         ax.imshow(grid, cmap="gray", vmin=0, vmax=1)
-        ax.set_title(f"{label(m)}\nnoise σ̂ = {summ[f'noise_grid_{m}']:.3f}")
+        ax.set_title(f"{labels[m]}\nnoise σ̂ = {summ[f'noise_grid_{m}']:.3f}")
         ax.axis("off")
         ax.grid(False)
     fig.suptitle(title)
@@ -172,17 +175,18 @@ def fig4_data(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([summ, k], ignore_index=True)
 
 
-def _plot_fig4(data: pd.DataFrame, configuration: str, title: str):
+def _plot_fig4(data: pd.DataFrame, configuration: str, title: str, labels: dict):
     import matplotlib.pyplot as plt
     import seaborn as sns
 
     d = data[(data.row == "client") & (data.configuration == configuration)].copy()
-    d["method"] = d["method"].map(label)
+    d["method"] = d["method"].map(labels)
     fig, ax = plt.subplots(figsize=(6, 4))
-    sns.violinplot(data=d, x="method", y="kid", hue="method", order=[label(m) for m in DGM_METHODS], cut=0, ax=ax,
-                   palette={label(m): color(m) for m in DGM_METHODS}, legend=False)
+    sns.violinplot(data=d, x="method", y="kid", hue="method", order=[labels[m] for m in DGM_METHODS], cut=0, ax=ax,
+                   palette={labels[m]: color(m) for m in DGM_METHODS}, legend=False)
     ext = d["feature_extractor"].iloc[0] if len(d) else ""
-    ax.set(xlabel="", ylabel="per-client KID (lower is better)", title=title)
+    ax.set(xlabel="", ylabel="per-client KID (lower is better)")
+    fig.suptitle(title)
     ax.text(0.01, -0.16, f"features: {ext}", transform=ax.transAxes, fontsize=8)
     return fig
 
@@ -200,11 +204,23 @@ def _figure(art, fig):
     return fig
 
 
-def _energy_table(art, data: pd.DataFrame, methods, columns, note: str = ""):
-    """Tables 1-2: energy captured %, mean ± std over runs, of the configuration shown."""
-    t = fmt_pm(data[data.configuration == art.shown], methods)
-    md = markdown_table(t[columns]) + note
-    return _markdown(art, f"{art.label}: {art.caption}\n\n" + md)
+def _head(art, sizes: str) -> str:
+    """The table's caption, what we ran (from the run parameters) and, for stand-in data, the mark."""
+    lines = [f"{art.label}: {art.caption}", "", f"Ours ({art.scale} scale): {sizes}"]
+    if art.stand_in:
+        lines += ["", stand_in_line(art.data_status)]
+    return "\n".join(lines) + "\n\n"
+
+
+def _method(art, m: str) -> str:
+    """The paper's name of a method in this artifact (parameter `labels`, e.g. ADEPT-AE), else the common one."""
+    return (art.params.get("labels") or {}).get(m, label(m))
+
+
+def _cell(art, row, m: str, digits: int = 1) -> str:
+    """'ours ± std (paper x)' for method m in a data row; the paper's number from the artifact's claims."""
+    ours = mean_std(row[m], row.get(m + "_std"), int(row["n_runs"]), digits) if m in row else "not run"
+    return beside(ours, paper_value(art.claims(), dict(row), m), digits)
 
 
 def fig2(art):
@@ -212,23 +228,47 @@ def fig2(art):
     data = fig2_data(art.runs)
     art.write_data(data)
     apply_style()
-    return _figure(art, _plot_fig2(data, art.shown, f"{art.label} — scale {art.scale}"))
+    p = art.run_params("fig2")
+    sizes = (f"d = {p['d']}, r = {p['r']}, m = {p['m']}, n = {p['n']}, {p['T']} iterations, "
+             f"{p['seeds']} seeds; {art.scale} scale")
+    return _figure(art, _plot_fig2(data, art.shown, f"{art.label} ({sizes})", _method(art, "adept")))
 
 
 def table1(art):
-    """Table 1: ADEPT-AE on synthetic data, energy captured % per heterogeneity level."""
+    """Table 1 as the paper prints it: methods as rows, the heterogeneity levels σ* (SNR) as columns."""
     data = table1_data(art.runs)
     art.write_data(data)
-    return _energy_table(art, data, ["baseline", "adept", "global_training", "local"],
-                         ["snr_db", "sigma_star", "baseline", "adept", "global_training", "local", "n_runs"])
+    d = data[data.configuration == art.shown].sort_values("sigma_star", ascending=False)
+    methods = ["baseline", "adept", "global_training", "local"]
+    table = pd.DataFrame({"Method": [_method(art, m) for m in methods]})
+    for _, row in d.iterrows():
+        table[f"σ* = {row.sigma_star:g} ({row.snr_db:g} dB)"] = [_cell(art, row, m) for m in methods]
+    p = art.run_params("table1")
+    sizes = (f"linear AE {p['d']} → {p['latent']} → {p['d']}, {p['m']} clients × {p['n_train']} samples, "
+             f"{p['epochs']} rounds (τ = {p['tau']}); energy captured %, {runs_text(d.n_runs)}.")
+    return _markdown(art, _head(art, sizes) + markdown_table(table))
 
 
 def _table2(art):
+    """Table 2 as the paper prints it: dataset and method as rows, Low / High latent size as columns."""
     data = table2_data(art.runs)
     art.write_data(data)
-    note = "\n\n**STAND-IN DATA** (not CIFAR-10)." if art.stand_in else ""
-    return _energy_table(art, data, ["baseline", "adept", "fedavg", "local"],
-                         ["dataset", "latent", "latent_dim", "baseline", "adept", "fedavg", "local", "n_runs"], note)
+    d = data[data.configuration == art.shown]
+    methods = ["baseline", "adept", "fedavg", "local"]
+    rows = []
+    for ds, g in d.groupby("dataset", sort=False):
+        g = g.sort_values("high")
+        dims = " / ".join(str(int(v)) for v in g.latent_dim)
+        for i, m in enumerate(methods):
+            cells = {f"{lat.capitalize()} latent": _cell(art, row, m) for lat, (_, row) in zip(g.latent, g.iterrows())}
+            rows.append({"Dataset": f"{DATASET_LABEL[ds]} (latent {dims})" if i == 0 else "",
+                         "Method": _method(art, m), **cells})
+    exps = [e for e in art.experiments if e in {Path(f).parent.name for f in art.run_files}] or art.experiments
+    p = art.run_params(exps[0])
+    n_train = art.runs["n_train_mean"].mean() if "n_train_mean" in art.runs else float("nan")
+    sizes = (f"{p['m']} clients, one class each, ≈{n_train:.0f} training samples per client, {p['model']} AE, "
+             f"{p['epochs']} rounds of τ = {p['tau']} local steps; energy captured %, {runs_text(d.n_runs)}.")
+    return _markdown(art, _head(art, sizes) + markdown_table(pd.DataFrame(rows)))
 
 
 def table2(art):
@@ -242,15 +282,34 @@ def table2_cifar10(art):
 
 
 def table3(art):
-    """Table 3: ADEPT-DGM on MNIST, FID and KID per regime."""
+    """Table 3 as the paper prints it: the Baseline, then each regime's methods as rows; FID and KID as columns."""
     data = table3_data(art.runs)
     art.write_data(data)
-    t = data[data.configuration == art.shown].copy()
-    for met, digits in (("fid", 2), ("kid", 4)):
-        for m in DGM_METHODS:
-            t[f"{met}_{m}"] = [f"{a:.{digits}f} ± {b:.{digits}f}" for a, b in zip(t[f"{met}_{m}"], t[f"{met}_{m}_std"])]
-    cols = ["regime"] + [f"{met}_{m}" for met in ("fid", "kid") for m in DGM_METHODS] + ["feature_extractor", "n_runs"]
-    return _markdown(art, f"{art.label}: {art.caption}\n\n" + markdown_table(t[cols]))
+    d = data[data.configuration == art.shown]
+    claims = art.claims()
+    digits = {"fid": 1, "kid": 3}
+
+    def cell(row, met, m):
+        col = f"{met}_{m}"
+        ours = mean_std(row[col], row.get(col + "_std"), int(row["n_runs"]), digits[met]) if col in row else "not run"
+        # the paper's numbers are Inception-feature numbers: look them up as such
+        paper = paper_value(claims, {**dict(row), "inception": 1}, col)
+        return beside(ours, paper, digits[met])
+
+    baseline = {"regime": "", "high": -1}
+    rows = [{"Method": _method(art, "baseline"), "FID": cell(baseline, "fid", "baseline"),
+             "KID": cell(baseline, "kid", "baseline")}]
+    for _, row in d.sort_values("high", ascending=False).iterrows():
+        rows.append({"Method": f"{row.regime.capitalize()} number of samples", "FID": "", "KID": ""})
+        rows += [{"Method": _method(art, m), "FID": cell(row, "fid", m), "KID": cell(row, "kid", m)}
+                 for m in DGM_METHODS]
+    p = art.run_params("table3")
+    features = ", ".join(sorted(set(d.feature_extractor)))
+    sizes = (f"{p['m']} clients (one MNIST class each; High / Low: {p['regimes']['high']:g} / "
+             f"{p['regimes']['low']:g} of the class), U-Net widths {p['widths']}, {p['epochs']} rounds, "
+             f"{p['n_samples']} generated samples per client; features: {features} (the paper: Inception); "
+             f"{runs_text(d.n_runs)}.")
+    return _markdown(art, _head(art, sizes) + markdown_table(pd.DataFrame(rows)))
 
 
 def fig3(art):
@@ -258,7 +317,7 @@ def fig3(art):
     data = fig3_data(art.runs)
     art.write_data(data)
     apply_style()
-    return _figure(art, _plot_fig3(data, art.shown, f"{art.label} — scale {art.scale}"))
+    return _figure(art, _plot_fig3(data, art.shown, f"{art.label} ({_dgm_sizes(art)})", _labels(art)))
 
 
 def fig4(art):
@@ -266,4 +325,13 @@ def fig4(art):
     data = fig4_data(art.runs)
     art.write_data(data)
     apply_style()
-    return _figure(art, _plot_fig4(data, art.shown, f"{art.label} — scale {art.scale}"))
+    return _figure(art, _plot_fig4(data, art.shown, f"{art.label} ({_dgm_sizes(art)})", _labels(art)))
+
+
+def _labels(art) -> dict:
+    return {m: _method(art, m) for m in DGM_METHODS}
+
+
+def _dgm_sizes(art) -> str:
+    p = art.run_params("table3")
+    return f"{p['m']} clients, {p['epochs']} rounds, {p['n_samples']} samples per client; {art.scale} scale"

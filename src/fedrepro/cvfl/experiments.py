@@ -22,6 +22,31 @@ from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages
 from fedrepro.data.loaders import ImageIndex, load_image_index, load_images, load_multiview, load_timeseries
 from fedrepro.data.multiview import feature_blocks, image_quadrants, view_groups
 
+# What `run` reads (cvfl.yaml, every training experiment), checked when the registry loads; format:
+# fedrepro/paramspec.py.  A run is one (compressor, b, Q, M, alg, epochs): `compressors` x `bits`, and/or `runs`.
+_COMPRESSOR = "none|scalar|vector|topk"     # fedrepro.cvfl.simulator.COMPRESSORS
+PARAMETERS = {
+    "dataset": "mimic|cifar10|modelnet10|imagenet100",
+    "B": "int>=1", "lr": "float>0", "P": "int>=1",
+    "Q?": "int>=1", "M?": "int>=1", "alg?": "1|2", "epochs?": "int>=1",      # defaults of every run
+    "lr_drop_epoch?": "int>=1|null", "lr_drop?": "float>0|null",
+    "n_seeds": "int>=1<=5",                 # the first n of the authors' five seeds
+    "party?": "paper|quick",                # the paper's party networks or the small proxies
+    "compressors?": "list[none|scalar|vector|topk]",
+    "bits?": "list[int>=1<=32]",
+    "runs?": [{"compressor": _COMPRESSOR, "b": "int>=1<=32", "Q?": "int>=1", "M?": "int>=1", "alg?": "1|2",
+               "epochs?": "int>=1", "eval_every?": "int>=1"}],
+    "n_train?": "int>=1|null", "n_test?": "int>=1|null",
+    "train_fraction?": "float>0<=1|null",   # ModelNet10: a random fraction of the training pool (A-25)
+    "subset_per_seed?": "bool", "data_seed?": "int>=0",
+    "timesteps?": "int>=1|null",            # MIMIC: the first T hours
+    "augment?": "crop_flip|false",          # CIFAR-10: crop + flip of the whole image
+    "hidden?": "int>=1", "channels?": "int>=1",                             # proxy party sizes
+    "image_size?": "int>=2", "crop?": "shared|independent", "reshuffle_each_epoch?": "bool",  # ImageNet-100
+    "workers?": "int>=0", "eval_batch?": "int>=1",
+    "eval_train?": "bool", "eval_every?": "int>=1",
+}
+
 # The authors' seeds (cvfl.md §1).
 SEEDS = {"mimic": [1234420321, 1678517510, 1679295649, 2141512896, 755346466],
          "other": [707412115, 1928644128, 16910772, 1263880818, 1445547577]}
@@ -195,7 +220,7 @@ def run_one(dataset: str, data_path: str, p: dict, run: dict, seed: int, *, devi
     cfg = CvflConfig(M=M, Q=int(run["Q"]), B=int(p["B"]), epochs=int(run["epochs"]), lr=float(p["lr"]),
                      lr_drop_epoch=p.get("lr_drop_epoch"), lr_drop=p.get("lr_drop"), compressor=run["compressor"],
                      b=int(run["b"]), alg=int(run["alg"]), theta0_code=M * P * max(n_out, 2),
-                     eval_train=bool(p.get("eval_train", True)), eval_every=int(p.get("eval_every", 1)),
+                     eval_train=bool(p.get("eval_train", True)), eval_every=int(run.get("eval_every", p.get("eval_every", 1))),
                      **DATASET_DEFAULTS[dataset])
     trainer = CvflTrainer(cfg, parties, P, n_out, seed=seed, device=device)
     train, test, train_eval = batch_sources(data, p, cfg, seed, device)

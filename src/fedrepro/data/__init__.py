@@ -17,6 +17,8 @@ Layout of the package (small modules, each with one job):
 
 # Names resolve lazily (PEP 562): importing one submodule (e.g. `fedrepro.data.prepare`) must not import every
 # loader, so a job's code dependencies (derived from imports) stay the modules it really uses, and start-up stays fast.
+# Not here: functions named like their module (`optimum`, `prepare`, ...): once the submodule is imported,
+# Python binds the package attribute to the module; import them from the module itself.
 _EXPORTS = {
     "ChecksumMismatch": "fedrepro.data.verify",
     "DataUnavailable": "fedrepro.data.acquire",
@@ -24,7 +26,6 @@ _EXPORTS = {
     "DatasetRegistry": "fedrepro.data.registry",
     "DownloadError": "fedrepro.data.download",
     "HttpPolicy": "fedrepro.data.download",
-    "acquire": "fedrepro.data.acquire",
     "dirichlet_split": "fedrepro.data.partition",
     "feature_blocks": "fedrepro.data.multiview",
     "holdout": "fedrepro.data.multiview",
@@ -45,7 +46,6 @@ _EXPORTS = {
     "node_split": "fedrepro.data.partition",
     "one_class_per_client": "fedrepro.data.partition",
     "owner_vector": "fedrepro.data.partition",
-    "prepare": "fedrepro.data.prepare",
     "prepared_path": "fedrepro.data.loaders",
     "sorted_shards": "fedrepro.data.partition",
     "to_torch": "fedrepro.data.loaders",

@@ -23,6 +23,42 @@ from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
 from fedrepro.runtime import rng_stream
 
+# What `run` reads (thesis.yaml fig3_1 ... fig3_4_trigger), checked when the registry loads; format:
+# fedrepro/paramspec.py.  The T iterations: `T`, or `epochs` x `iters_per_epoch` (derived from the data if absent).
+PARAMETERS = {
+    "dataset": "str",                       # imagenet: streamed image folder (Fig. 3.1); else in memory
+    "model": "logreg|resnet20|resnet50",
+    "width?": "int>=1", "depth_blocks?": "int>=1",        # ResNet-20 proxies
+    "image_size?": "int>=8", "loader_workers?": "int>=0",  # image folder
+    "n": "int>=2",                          # nodes
+    "topology?": "ring|ring_third|complete|torus|erdos_renyi|er",
+    "partition?": "iid|sorted",
+    "batch": "int>=1",                      # per node
+    "T?": "int>=1", "epochs?": "float>0", "iters_per_epoch?": "int>=1",
+    "eval_every?": "int>=1", "eval_every_epochs?": "float>0",
+    "train_eval?": "int>=1|null", "test_eval?": "int>=1|null",
+    "augment?": "bool",
+    "H": "int>=1",                          # SQuARM local steps
+    "lr": {"kind?": "inverse|constant|warmup_piecewise", "a?": "float", "b?": "float", "value?": "float>0",
+           "base?": "float>0", "warmup_epochs?": "float>=0", "start?": "float>=0", "milestones?": "list[float>=0]",
+           "factor?": "float>0", "mode?": "linear|choco_scaleup", "scaleup?": "float>0"},
+    "beta?": "float>=0<1", "lr_correction?": "bool", "weight_decay?": "float>=0",
+    "trigger?": ("null", {"kind?": "none|constant|sqrt_step|piecewise_epoch", "c?": "float>=0",
+                          "c0?": "float>=0", "every?": "int>=1", "step?": "float>=0", "every_epochs?": "float>0",
+                          "n_steps?": "int>=0", "cap_inv_lr?": "float>0|null"}),
+    "trigger_calibrate?": "bool",           # rescale the schedule from one epoch's drift
+    "trigger_scale?": "float>=0",
+    "trigger_scales?": "list[float>=0]",    # one SQuARM run per threshold scale (the sweep)
+    "k?": "int>=1", "ratio?": "float>0<=1",  # Top-k entries, or the fraction of each tensor
+    "methods": "list[squarm|squarm_noet|choco_sign|choco_topk|vanilla]",     # fedrepro.decentral.engine.METHODS
+    "gamma?": {"squarm?": "float>0", "squarm_noet?": "float>0", "choco_sign?": "float>0", "choco_topk?": "float>0",
+               "vanilla?": "float>0"},
+    "tune_gamma?": "bool", "gamma_grid?": "list[float>0]", "tune_frac?": "float>0<=1",
+    "seeds?": "int>=1",
+    # recorded with the run, read by no code: the figure's target lives in the artifact's parameters, the link
+    # model's constants in fedrepro.decentral.linkmodel
+    "target?": "float", "link_rate?": "float>0", "tau_oh?": "float>=0",
+}
 
 
 def _torch_gen(seed: int, *keys, device: str | torch.device = "cpu") -> torch.Generator:

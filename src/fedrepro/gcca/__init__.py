@@ -11,12 +11,29 @@ Spec: shared/specs/gcca_cutemaxvar.md (§2-§3.5, §3.8, §4, §5.1-§5.6).  Mod
 - ``experiments`` the runs behind Figs. 3-8 and Table I (tidy long rows)
 """
 
-from fedrepro.gcca.engine import EngineConfig, RunResult, run_maxvar
-from fedrepro.gcca.generators import dense_views, sparse_views
-from fedrepro.gcca.mvlsa import mvlsa
-from fedrepro.gcca.objective import maxvar_objective, polar
-from fedrepro.gcca.optimum import optimum
-from fedrepro.gcca.views import DenseViews, SparseViews
+# Names resolve lazily (PEP 562): importing one module of the package does not import the others, so start-up
+# stays fast and a job's code dependencies (derived from imports) stay the modules it really uses.
+# Not here: functions named like their module (`optimum`, `prepare`, ...): once the submodule is imported,
+# Python binds the package attribute to the module; import them from the module itself.
+_EXPORTS = {
+    "DenseViews": "fedrepro.gcca.views",
+    "EngineConfig": "fedrepro.gcca.engine",
+    "RunResult": "fedrepro.gcca.engine",
+    "SparseViews": "fedrepro.gcca.views",
+    "dense_views": "fedrepro.gcca.generators",
+    "maxvar_objective": "fedrepro.gcca.objective",
+    "polar": "fedrepro.gcca.objective",
+    "run_maxvar": "fedrepro.gcca.engine",
+    "sparse_views": "fedrepro.gcca.generators",
+}
 
-__all__ = ["DenseViews", "EngineConfig", "RunResult", "SparseViews", "dense_views", "maxvar_objective", "mvlsa",
-           "optimum", "polar", "run_maxvar", "sparse_views"]
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

@@ -26,6 +26,22 @@ from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.gcca.optimum import optimum
 from fedrepro.runtime import rng_stream
 
+# What `run` reads (gcca.yaml fig3-fig8), checked when the registry loads; format: fedrepro/paramspec.py.
+PARAMETERS = {
+    "J": "int>=1", "N": "int>=1", "D": "int>=1", "K": "int>=1", "K_tilde": "int>=1",
+    "I": "int>=2",                          # views (nodes)
+    "I_values?": "list[int>=2]",            # Fig. 7: one run per I (replaces I)
+    "nu": "float>=0",
+    "sparse?": "bool", "d_Z?": "float>0<=1", "d_A?": "float>0<=1", "d_E?": "float>0<=1",   # sparse views (Fig. 8)
+    "T": "int>=1", "R": "int>=1", "trials": "int>=1",
+    "prox_weight?": "float>=0",
+    "record?": "all|log",
+    "variants": [{"label": "str",
+                  "q": "int>=2|null",       # CuteMaxVar bits per entry; null: AltMaxVar
+                  "batch": "int>=1|null",   # SGD minibatch; null: full gradient
+                  "start?": "warm|randn"}],
+}
+
 COLUMNS = ["variant", "method", "start", "q", "batch", "I", "seed", "step", "metric", "value", "bits_up", "bits_down"]
 
 

@@ -2,9 +2,24 @@
 (He et al. 2016, option-A shortcuts, width multiplier), ResNet-50 (torchvision, no pretrained weights), and
 helpers to train n copies of a torch module at once as one stacked parameter matrix (torch.func)."""
 
-from fedrepro.models.logreg import softmax_regression_grad, softmax_regression_loss, softmax_regression_predict
-from fedrepro.models.resnet import resnet20, resnet50
-from fedrepro.models.stacked import StackedModel
+# Names resolve lazily (PEP 562): importing one module of the package does not import the others, so start-up
+# stays fast and a job's code dependencies (derived from imports) stay the modules it really uses.
+_EXPORTS = {
+    "StackedModel": "fedrepro.models.stacked",
+    "resnet20": "fedrepro.models.resnet",
+    "resnet50": "fedrepro.models.resnet",
+    "softmax_regression_grad": "fedrepro.models.logreg",
+    "softmax_regression_loss": "fedrepro.models.logreg",
+    "softmax_regression_predict": "fedrepro.models.logreg",
+}
 
-__all__ = ["softmax_regression_grad", "softmax_regression_loss", "softmax_regression_predict", "resnet20",
-           "resnet50", "StackedModel"]
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

@@ -11,11 +11,28 @@ Spec: shared/specs/thesis_ch4_ch5.md PART I.  Modules:
 - ``experiments``  Figs. 4.1 and 4.2: instances, the eight schemes, logging, bit savings
 """
 
-from fedrepro.mtl.algorithms import RunResult, run_scheme
-from fedrepro.mtl.graph import Graph, erdos_renyi_connected
-from fedrepro.mtl.problems import LogisticProblem, QCQPProblem
-from fedrepro.mtl.projection import project_ball, project_shrunk
-from fedrepro.mtl.zeroth_order import sphere_directions, two_point_estimate
+# Names resolve lazily (PEP 562): importing one module of the package does not import the others, so start-up
+# stays fast and a job's code dependencies (derived from imports) stay the modules it really uses.
+_EXPORTS = {
+    "Graph": "fedrepro.mtl.graph",
+    "LogisticProblem": "fedrepro.mtl.problems",
+    "QCQPProblem": "fedrepro.mtl.problems",
+    "RunResult": "fedrepro.mtl.algorithms",
+    "erdos_renyi_connected": "fedrepro.mtl.graph",
+    "project_ball": "fedrepro.mtl.projection",
+    "project_shrunk": "fedrepro.mtl.projection",
+    "run_scheme": "fedrepro.mtl.algorithms",
+    "sphere_directions": "fedrepro.mtl.zeroth_order",
+    "two_point_estimate": "fedrepro.mtl.zeroth_order",
+}
 
-__all__ = ["Graph", "LogisticProblem", "QCQPProblem", "RunResult", "erdos_renyi_connected", "project_ball",
-           "project_shrunk", "run_scheme", "sphere_directions", "two_point_estimate"]
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

@@ -1,5 +1,20 @@
 """Thesis ch. 5: representation transfer from pre-trained linear regression models (Table 5.1)."""
 
-from fedrepro.transfer.representation import gd_least_squares, phase1_fit, error_ratios
+# Names resolve lazily (PEP 562): importing one module of the package does not import the others, so start-up
+# stays fast and a job's code dependencies (derived from imports) stay the modules it really uses.
+_EXPORTS = {
+    "error_ratios": "fedrepro.transfer.representation",
+    "gd_least_squares": "fedrepro.transfer.representation",
+    "phase1_fit": "fedrepro.transfer.representation",
+}
 
-__all__ = ["gd_least_squares", "phase1_fit", "error_ratios"]
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = sorted(_EXPORTS)

@@ -17,6 +17,21 @@ import pandas as pd
 from fedrepro.runtime import rng_stream
 from fedrepro.transfer.representation import gd_least_squares, phase1_fit, error_ratios
 
+# What `run` reads (thesis.yaml table5_1: the fields of Table51Config), checked when the registry loads; format:
+# fedrepro/paramspec.py.
+PARAMETERS = {
+    "d": "int>=1", "q": "int>=1",
+    "sample_configs": "list[list[int>=1, int>=1]]",     # [n1, n2] per cell
+    "ratios_db": "list[float]",
+    "n_test": "int>=1", "runs": "int>=1",
+    "spectrum": "normalized|literal",
+    "tau": "float>0", "eps": "float>=0", "c_u": "float>=0",
+    "sigma_train": "float>=0", "sigma_test": "float>=0",
+    "gd_steps": "float>=0",                 # K of A-T1/A-T2; .inf: the exact solution
+    "metric": "root_ratio|mse_ratio",
+    "noise_scale?": "float>=0",
+}
+
 METHODS = ("phase1", "phase2", "scratch")
 
 
