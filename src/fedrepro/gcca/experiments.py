@@ -36,6 +36,7 @@ PARAMETERS = {
     "T": "int>=1", "R": "int>=1", "trials": "int>=1",
     "prox_weight?": "float>=0",
     "record?": "all|log",
+    "record_objective?": "all|log",         # "all": the objective at every step whatever `record` says (Fig. 3, paper)
     "variants": [{"label": "str",
                   "q": "int>=2|null",       # CuteMaxVar bits per entry; null: AltMaxVar
                   "batch": "int>=1|null",   # SGD minibatch; null: full gradient
