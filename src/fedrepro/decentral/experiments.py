@@ -82,7 +82,8 @@ class MnistTask:
             return self._grad(X, xb, yb, self.C)
         if self._gbuf is None or self._gbuf.shape != X.shape or self._gbuf.dtype != X.dtype:
             self._gbuf = torch.empty_like(X)
-        return self._grad(X, xb, yb, self.C, out=self._gbuf)
+            self._xt = np.empty((idx.shape[0], xb.shape[2], idx.shape[1]), dtype=xb.numpy().dtype)
+        return self._grad(X, xb, yb, self.C, out=self._gbuf, xt=self._xt)
 
     @torch.no_grad()
     def evaluate(self, w: torch.Tensor) -> dict:
