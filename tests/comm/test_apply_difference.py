@@ -8,7 +8,8 @@ import torch
 from fedrepro.comm import TrackedCopy, get_compressor
 
 CASES = [("sign_topk", {"k": 7}), ("topk", {"k": 5}), ("randk", {"k": 9}), ("qsgd_topk", {"k": 8, "s": 3}),
-         ("sign_randk", {"k": 4}), ("sign", {}), ("identity", {}), ("qsgd", {"s": 4})]
+         ("sign_randk", {"k": 4}), ("sign", {}), ("identity", {}), ("qsgd", {"s": 4}),
+         ("cutemaxvar", {"q": 3})]
 
 
 def _rng(lib, seed):
