@@ -12,7 +12,12 @@ import torch
 
 from fedrepro.cvfl import CvflConfig, CvflTrainer
 from fedrepro.cvfl.sources import TensorBatches
-from fedrepro.models.vfl_parties import StackedLSTM, StackedMLP, StackedResNet18, StackedViewCNN
+from fedrepro.models.vfl_parties import (
+    StackedLSTM,
+    StackedMLP,
+    StackedResNet18,
+    StackedViewCNN,
+)
 
 REFERENCE = Path(__file__).resolve().parents[2] / "benchmarks" / "reference" / "cvfl_vmap_parties.py"
 
@@ -78,6 +83,9 @@ def test_evaluation_uses_running_statistics():
     chunked = tr.evaluate(TensorBatches(x, y, 5))                         # eval mode: chunking changes nothing
     assert whole["loss"] == pytest.approx(chunked["loss"], rel=1e-5) and whole["metric"] == chunked["metric"]
     assert parties.training                                               # evaluate() restores training mode
+    tr.cfg.eval_batch_stats = True                                        # A-6's flag: the authors' batch statistics
+    batch = tr.evaluate(TensorBatches(x, y, 12))
+    assert batch["loss"] != pytest.approx(whole["loss"], rel=1e-3)
     parties.eval()
     with torch.no_grad():
         one_sample = parties(x[:, :1])

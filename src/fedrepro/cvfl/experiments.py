@@ -196,6 +196,7 @@ def run_one(dataset: str, data_path: str, p: dict, run: dict, seed: int, *, devi
                      lr_drop_epoch=p.get("lr_drop_epoch"), lr_drop=p.get("lr_drop"), compressor=run["compressor"],
                      b=int(run["b"]), alg=int(run["alg"]), theta0_code=M * P * max(n_out, 2),
                      eval_train=bool(p.get("eval_train", True)), eval_every=int(p.get("eval_every", 1)),
+                     eval_batch_stats=bool(p.get("eval_batch_stats", False)),
                      **DATASET_DEFAULTS[dataset])
     trainer = CvflTrainer(cfg, parties, P, n_out, seed=seed, device=device)
     train, test, train_eval = batch_sources(data, p, cfg, seed, device, chunk=eval_chunk(parties))

@@ -56,6 +56,8 @@ class CvflConfig:
     cost_formula: str = "alg1_code"     # alg1_code | alg1_text (ImageNet); Alg. 2 always uses "alg2"
     server_init: str = "uniform"        # "uniform": PyTorch Linear default; "normal": N(0, 0.01²), bias 0 (A-19)
     eval_train: bool = True             # fit(): also evaluate on the training tensors
+    eval_batch_stats: bool = False      # A-6 flag: evaluate with the parties in training mode (BatchNorm on batch
+                                        # statistics) as the authors' code does; default eval mode (running stats)
     eval_every: int = 1
     top5: bool = False
 
@@ -233,10 +235,10 @@ class CvflTrainer:
     @torch.no_grad()
     def evaluate(self, source: BatchSource) -> dict:
         """Loss and metric of the uncompressed global model over one pass of ``source`` (chunk by chunk), the
-        parties in eval mode (BatchNorm on its running statistics, A-6)."""
+        parties in eval mode (BatchNorm on its running statistics, A-6) unless ``cfg.eval_batch_stats``."""
         logits, labels = [], []
         training = self.parties.training
-        self.parties.eval()
+        self.parties.train(self.cfg.eval_batch_stats)
         try:
             for xb, yb in source:
                 H = self.parties(xb.to(self.device))
