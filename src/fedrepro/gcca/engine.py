@@ -117,10 +117,10 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
                     Q -= alpha * views.full_gradient(Q, XtG)
             else:
                 for _ in range(cfg.T):
-                    rows = sample_rows(rng_sgd, I, J, cfg.batch)
+                    rows = sample_rows(rng_sgd, I, J, cfg.batch, increasing=True)
                     Q -= alpha * views.batch_gradient(rows, Q, Ghat)
             M = views.apply(Q)
-            msg_up = up.update(M, rng_comp)
+            msg_up = up.apply_difference(M - up.value, rng_comp)   # = up.update(M, rng_comp), in place
             t1 = time.perf_counter()
             Y = up.value.sum(axis=0)
             if cfg.center:
@@ -128,7 +128,7 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
             if cfg.prox_weight:
                 Y = Y + cfg.prox_weight * G
             G = polar(Y)
-            msg_down = down.update(G, rng_comp)
+            msg_down = down.apply_difference(G - down.value, rng_comp)
             t2 = time.perf_counter()
             ledger.record("up", msg_up, step=r + 1)
             ledger.record("down", msg_down, step=r + 1)
