@@ -86,7 +86,7 @@ def test_methods_match_the_reference_engine_bit_for_bit(method, topology):
     cfg = method_config(method, gamma=0.4 if method == "choco_topk" else 1.0, k=10, H=5 if method == "squarm" else None)
     # a threshold that silences some nodes some of the time (a partial mask), with the forced first round
     thr = SqrtStepThreshold(c0=16000.0, every=1000) if method == "squarm" else None
-    ref, new = _pair(W, cfg, n, 60, threshold=thr)
+    ref, new = _pair(W, cfg, n, 40, threshold=thr)
     _assert_identical(ref, new)
     if method == "squarm":
         assert 0 < new.trigger_rate() < 1, "the test threshold should give partial masks"
