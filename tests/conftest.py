@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_PARTS = ("Snakefile", "workflow", "profiles", "config", "notebooks", "src", "environment.yml")
+WORKFLOW_PARTS = ("Snakefile", "workflow", "profiles", "config", "notebooks", "src", "docs", "environment.yml")
 
 
 def copy_workflow(dest: Path) -> Path:

@@ -55,3 +55,6 @@ fig6(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

@@ -31,7 +31,7 @@ class Registry:
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
-    def load(cls, root: str | Path = ".", check: bool = True) -> "Registry":
+    def load(cls, root: str | Path = ".", check: bool = True) -> Registry:
         """Read every config/papers/*.yaml; `check=False` skips schema and cross-checks (the workflow has already
         made them when a notebook or a job reads the registry again)."""
         root = Path(root)
@@ -46,7 +46,10 @@ class Registry:
                     raise ConfigError(f"{where}: key 'paper' is {reg['paper']!r} but the file is named {path.stem}.yaml")
                 _cross_check(reg, root, where)
                 check_parameters(reg, root, where)  # each experiment's parameters against its runner's PARAMETERS
+                _check_assumptions(reg, where)
             papers[reg["paper"]] = reg
+        if check:
+            _check_assumption_ids_unique(papers)
         return cls(root=root, papers=papers)
 
     # ---- experiments ---------------------------------------------------------------------
@@ -138,6 +141,11 @@ class Registry:
         known = ", ".join(f"{p}:{a}" for p, a, _ in self.artifacts())
         raise ConfigError(f"unknown artifact {ident!r}; known artifacts: {known or '(none)'}")
 
+    # ---- assumptions ---------------------------------------------------------------------
+    def assumptions(self, paper: str) -> dict:
+        """id -> {statement, alternatives: {alternative: [configuration, ...]}, claims?} (may be empty)."""
+        return dict(self.papers[paper].get("assumptions") or {})
+
     # ---- claims --------------------------------------------------------------------------
     def claims(self, paper: str, artifact: str | None = None) -> list[dict]:
         return [c for c in self.papers[paper]["claims"] if artifact in (None, c["artifact"])]
@@ -216,6 +224,36 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
                 if len(row) != width:
                     raise ConfigError(f"{where}: claim {c['id']}: paper_table row {row} has {len(row)} numbers, "
                                       f"expected {width} ({', '.join(c['keys'] + c['columns'])})")
+
+
+def _check_assumptions(reg: dict, where: str) -> None:
+    """Each alternative names configurations some experiment of this paper has; each listed claim exists."""
+    configurations = {c for e in reg["experiments"].values() for c in e["configurations"]}
+    claim_ids = {c["id"] for c in reg["claims"]}
+    for aid, entry in (reg.get("assumptions") or {}).items():
+        for alternative, configs in entry["alternatives"].items():
+            for c in configs:
+                if c not in configurations:
+                    raise ConfigError(f"{where}: assumptions.{aid}.alternatives.{alternative} names configuration {c!r}, "
+                                      f"which no experiment of this paper has; configurations: {', '.join(sorted(configurations))}")
+        for c in entry.get("claims") or []:
+            if c not in claim_ids:
+                import difflib
+
+                close = difflib.get_close_matches(c, claim_ids, n=3)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise ConfigError(f"{where}: assumptions.{aid}.claims names {c!r}, which is no claim id of this paper{hint}")
+
+
+def _check_assumption_ids_unique(papers: dict) -> None:
+    """Assumption ids are namespaced (gcca:A-10, ch5:A-T1) so that one id means one thing across all papers."""
+    seen: dict[str, str] = {}
+    for paper, reg in papers.items():
+        for aid in reg.get("assumptions") or {}:
+            if aid in seen:
+                raise ConfigError(f"assumption id {aid!r} is in config/papers/{seen[aid]}.yaml and "
+                                  f"config/papers/{paper}.yaml; namespace it by paper or chapter")
+            seen[aid] = paper
 
 
 __all__ = ["Registry", "SCALES"]
