@@ -21,7 +21,11 @@ TABLE1_PARAMETERS = {
     **_TRAINING,
     "d": "int>=1", "latent": "int>=1", "n_train": "int>=1", "n_test": "int>=1",
     "sigma_mu": "float>0", "sigma_stars": "list[float>0]",
-    "baseline_decoder?": "frozen|trained",  # Baseline: the true decoder kept fixed, or trained from it
+    "baseline_decoder?": "frozen|trained|adept_init",  # Baseline: the true decoder kept fixed, trained from it,
+                                                       # or an ADEPT-AE run started at it (the authors' code)
+    "baseline_decoder_scale?": "data|as-drawn",  # the true decoder scaled with the data, or as drawn
+    "round_iters?": "int>=1",                    # full-batch iterations per round (the authors' code: 20)
+    "sigma_grad?": "fresh|accumulated",          # sigma's gradient: this iteration's, or accumulated since its last step
 }
 TABLE2_PARAMETERS = {
     **_TRAINING,
