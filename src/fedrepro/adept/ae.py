@@ -16,6 +16,8 @@ _TRAINING = {
     "methods": "list[baseline|adept|fedavg|global|local]",
     "epochs": "int>=1", "tau": "int>=1", "lr": "float>0", "lr_global": "float>0", "lr_sigma": "float>=0",
     "sigma0": "float>0", "lazy_epochs": "int>=0", "xi": "float>=0", "lambda_reg": "float>=0",
+    "round_iters?": "int>=1",                    # full-batch iterations per round (the authors' code: 20)
+    "sigma_grad?": "fresh|accumulated",          # sigma's gradient: this iteration's, or accumulated since its last step
 }
 TABLE1_PARAMETERS = {
     **_TRAINING,
@@ -24,8 +26,6 @@ TABLE1_PARAMETERS = {
     "baseline_decoder?": "frozen|trained|adept_init",  # Baseline: the true decoder kept fixed, trained from it,
                                                        # or an ADEPT-AE run started at it (the authors' code)
     "baseline_decoder_scale?": "data|as-drawn",  # the true decoder scaled with the data, or as drawn
-    "round_iters?": "int>=1",                    # full-batch iterations per round (the authors' code: 20)
-    "sigma_grad?": "fresh|accumulated",          # sigma's gradient: this iteration's, or accumulated since its last step
 }
 TABLE2_PARAMETERS = {
     **_TRAINING,
