@@ -15,6 +15,8 @@ Layout of the package (small modules, each with one job):
   multiview   vertical splits across parties, multi-view construction
 """
 
+from fedrepro.lazy import lazy_getattr
+
 # Names resolve lazily (PEP 562): importing one submodule (e.g. `fedrepro.data.prepare`) must not import every
 # loader, so a job's code dependencies (derived from imports) stay the modules it really uses, and start-up stays fast.
 # Not here: functions named like their module (`optimum`, `prepare`, ...): once the submodule is imported,
@@ -54,13 +56,7 @@ _EXPORTS = {
     "within_group_shuffle": "fedrepro.data.multiview",
 }
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 __all__ = sorted(_EXPORTS)
