@@ -227,8 +227,10 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
 
 
 def _check_assumptions(reg: dict, where: str) -> None:
-    """Each alternative names configurations some experiment of this paper has; each listed claim exists."""
+    """Each alternative names configurations some experiment of this paper has (or an artifact derives from its
+    runs: `parameters: derived: {configuration: ...}`, e.g. thesis Fig. 3.4); each listed claim exists."""
     configurations = {c for e in reg["experiments"].values() for c in e["configurations"]}
+    configurations |= {c for a in reg["artifacts"].values() for c in ((a.get("parameters") or {}).get("derived") or {})}
     claim_ids = {c["id"] for c in reg["claims"]}
     for aid, entry in (reg.get("assumptions") or {}).items():
         for alternative, configs in entry["alternatives"].items():

@@ -38,6 +38,66 @@ TO_TARGET_COLUMNS = ["method", "target", "target_rule", "reached", "step_to_targ
                      "final_train_loss"]
 
 
+# ---- which runs an artifact shows ---------------------------------------------------------------------------
+# Fig. 3.4 shows, besides its own `as-stated` runs, configurations derived from the fig3_4_gamma grid: each method
+# at the γ the whole-run criterion chose (assumption ch3:A-10), per data split (ch3:A-45) and trigger reference
+# (ch3:A-trigger-ref); the registry artifact's `parameters: derived:` names them.
+
+GRID_EXPERIMENT = "fig3_4_gamma"
+
+
+def _has_runs(art, experiment: str) -> bool:
+    return any(Path(f).parent.name == experiment for f in art.run_files)
+
+
+def grid_summary_of(art) -> pd.DataFrame | None:
+    """The fig3_4_gamma grid's per-γ summary (fedrepro.decentral.tuning.grid_summary), None without its runs."""
+    from fedrepro.decentral.tuning import grid_summary
+
+    if not _has_runs(art, GRID_EXPERIMENT):
+        return None
+    if "_grid_summary" not in art.__dict__:
+        art.__dict__["_grid_summary"] = grid_summary(art.runs_of(GRID_EXPERIMENT),
+                                                     tune_frac=float(art.params.get("tune_frac", 0.1)),
+                                                     growth_max=float(art.params.get("growth_max", 2.0)))
+    return art.__dict__["_grid_summary"]
+
+
+def figure_runs(art) -> pd.DataFrame:
+    """The runs the figure draws: its own experiment's, plus (with `derived:`) the grid's runs at the chosen γ."""
+    from fedrepro.decentral.tuning import derived_runs
+
+    derived = art.params.get("derived")
+    if not derived:
+        return art.runs
+    if "_figure_runs" not in art.__dict__:
+        parts = [art.runs_of(e) for e in art.experiments if e != GRID_EXPERIMENT and _has_runs(art, e)]
+        summ = grid_summary_of(art)
+        if summ is not None:
+            parts.append(derived_runs(art.runs_of(GRID_EXPERIMENT), summ, derived))
+        if not parts:
+            raise FileNotFoundError(f"{art.paper}:{art.name}: no run files; build them with: snakemake --cores 2 "
+                                    f"{art.paper}_{art.name} --config scale={art.scale}")
+        art.__dict__["_figure_runs"] = pd.concat(parts, ignore_index=True)
+    return art.__dict__["_figure_runs"]
+
+
+def shown(art) -> str:
+    """The configuration drawn: the one asked for if present (derived ones included), else the first."""
+    configs = list(dict.fromkeys(figure_runs(art)["configuration"]))
+    return art.configuration if art.configuration in configs else configs[0]
+
+
+def run_params_of(art, configuration: str | None = None) -> dict:
+    """The resolved run parameters behind a configuration (a derived one: its grid configuration's)."""
+    configuration = configuration or shown(art)
+    derived = art.params.get("derived") or {}
+    if configuration in derived:
+        return art.registry.params(art.paper, GRID_EXPERIMENT, derived[configuration]["grid"], art.scale)
+    experiment = next(e for e in art.experiments if e != GRID_EXPERIMENT)
+    return art.run_params(experiment, configuration)
+
+
 # ---- what was run -------------------------------------------------------------------------------------------
 
 def model_name(p: dict) -> str:
@@ -65,23 +125,63 @@ def run_sizes(p: dict) -> str:
             f"{horizon(p)}, batch {p['batch']}/node, {seeds} seed{'s' if seeds > 1 else ''}")
 
 
+def configuration_text(art, configuration: str) -> str:
+    """What a configuration assumes, in words: the data split, how γ was chosen (each method's γ) and the trigger
+    reference (Fig. 3.4's derived configurations; the others: the split only)."""
+    p = run_params_of(art, configuration)
+    spec = (art.params.get("derived") or {}).get(configuration)
+    parts = [PARTITION_TEXT.get(p.get("partition"), str(p.get("partition")))]
+    if spec is not None or art.params.get("derived"):
+        gammas = ", ".join(f"{SHORT.get(m, m)} {g:g}" for m, g in method_gammas(art, configuration).items())
+        parts.append(f"γ {'by the whole run' if spec else 'by A-10'} ({gammas})")
+        ref = spec["trigger_reference"] if spec else p.get("trigger_reference", "copy")
+        parts.append(f"trigger vs {REFERENCE_SHORT.get(ref, ref)}")
+    return "; ".join(parts)
+
+
+SHORT = {"squarm": "SQuARM", "squarm_noet": "SQuARM no-ET", "choco_sign": "CHOCO-Sign", "choco_topk": "CHOCO-TopK",
+         "vanilla": "vanilla"}
+
+
 def _title(art, extra: str = "") -> str:
-    return (f"{art.label}: {run_sizes(art.run_params())}{extra}\nconfiguration `{art.shown}`, scale `{art.scale}`"
-            + (" (stand-in data)" if art.stand_in else ""))
+    conf = shown(art)
+    return (f"{art.label}: {run_sizes(run_params_of(art))}{extra}\nconfiguration `{conf}` "
+            f"({configuration_text(art, conf)}), scale `{art.scale}`" + (" (stand-in data)" if art.stand_in else ""))
+
+
+PARTITION_TEXT = {"sorted": "label-sorted shards, one class per node", "two_classes": "two classes per node",
+                  "iid": "iid shards"}
+REFERENCE_TEXT = {"copy": "the public copy x̂", "last_sent": "the node's iterate at its last transmission"}
+REFERENCE_SHORT = {"copy": "x̂ (copy)", "last_sent": "last sent"}
+
+
+def method_gammas(art, configuration: str) -> dict[str, float]:
+    """The γ each method ran with in a configuration (from the runs: derived configurations choose it)."""
+    runs = figure_runs(art)
+    runs = runs[runs["configuration"] == configuration]
+    if "gamma" not in runs:
+        return dict(run_params_of(art, configuration).get("gamma", {}))
+    return {m: float(g["gamma"].iloc[0]) for m, g in runs.groupby("method", sort=False)}
 
 
 def describe_run(art):
     """What the runs behind the figure used, from the run parameters (Markdown)."""
     from IPython.display import Markdown
 
-    p = art.run_params()
+    conf = shown(art)
+    p = run_params_of(art, conf)
+    derived = (art.params.get("derived") or {}).get(conf)
     compression = f"k = {p['k']} coordinates" if "k" in p else f"top {100 * p['ratio']:g} % of each tensor"
-    gammas = ", ".join(f"{label(m)} {g:g}" for m, g in p.get("gamma", {}).items() if m in p["methods"])
-    lines = [f"**What we ran** (configuration `{art.shown}`, scale `{art.scale}`; from the run parameters):",
-             f"- {run_sizes(p)}; {p['partition']} shards",
+    gammas = ", ".join(f"{label(m)} {g:g}" for m, g in method_gammas(art, conf).items())
+    how = ("chosen on the whole run from the fig3_4_gamma grid (ch3:A-10)" if derived else
+           "tuned by A-10 in the run" if p.get("tune_gamma") else "fixed")
+    reference = derived["trigger_reference"] if derived else p.get("trigger_reference", "copy")
+    lines = [f"**What we ran** (configuration `{conf}`, scale `{art.scale}`; from the run parameters):",
+             f"- {run_sizes(p)}; {PARTITION_TEXT.get(p['partition'], p['partition'])} (ch3:A-45)",
              f"- SQuARM-SGD: H = {p['H']} local steps, Sign∘TopK with {compression}, trigger `{p['trigger']['kind']}` "
-             f"(c₀ = {p['trigger']['c0']:g}); methods: {', '.join(label(m) for m in p['methods'])}",
-             f"- consensus step size γ ({'tuned by A-10 in the run' if p.get('tune_gamma') else 'fixed'}): {gammas}"]
+             f"(c₀ = {p['trigger']['c0']:g}) measured against {REFERENCE_TEXT.get(reference, reference)} "
+             f"(ch3:A-trigger-ref); methods: {', '.join(label(m) for m in p['methods'])}",
+             f"- consensus step size γ ({how}): {gammas}"]
     status = {k: v for k, v in art.data_status.items() if v == "stand-in"}
     if status:
         lines.append(f"- **stand-in data** for {', '.join(status)}: the numbers test the pipeline, not the paper")
@@ -93,8 +193,8 @@ def describe_run(art):
 def _figure_frame(art) -> pd.DataFrame:
     """The figure's data (curves + per-method summary) from the artifact's runs; written as the artifact's CSV."""
     p = art.params
-    data = figure_data(art.runs, metric=p["metric"], target=float(p["target"]), higher=bool(p["higher"]),
-                       n_nodes=int(art.run_params()["n"]), paper=p.get("paper_savings"))
+    data = figure_data(figure_runs(art), metric=p["metric"], target=float(p["target"]), higher=bool(p["higher"]),
+                       n_nodes=int(run_params_of(art)["n"]), paper=p.get("paper_savings"))
     art.write_data(data)
     return data
 
@@ -317,12 +417,12 @@ def trigger_sweep_figure(data: pd.DataFrame, configuration: str, metric: str = "
 # ---- the artifacts ------------------------------------------------------------------------------------------
 
 def _target_text(art, data) -> str:
-    return target_label(_summary(data, art.shown), float(art.params["target"]), art.params["metric"])
+    return target_label(_summary(data, shown(art)), float(art.params["target"]), art.params["metric"])
 
 
 def _panels_artifact(art):
     data = _figure_frame(art)
-    fig = plot_panels(data, art.shown, PANELS[art.name], title=_title(art), target_text=_target_text(art, data))
+    fig = plot_panels(data, shown(art), PANELS[art.name], title=_title(art), target_text=_target_text(art, data))
     art.save_figure(fig)
     return _detached(fig)
 
@@ -345,7 +445,7 @@ def fig3_4(art):
 def fig3_3(art):
     """Thesis Fig. 3.3: the Fig. 3.2 runs through a 100 Kbps link: accuracy vs airtime, time to target, wall clock."""
     data = _figure_frame(art)
-    fig = fig3_3_figure(data, art.shown, title=_title(art, ", 100 Kbps link"), target_text=_target_text(art, data))
+    fig = fig3_3_figure(data, shown(art), title=_title(art, ", 100 Kbps link"), target_text=_target_text(art, data))
     art.save_figure(fig)
     return _detached(fig)
 
@@ -363,7 +463,7 @@ def _sweep_frame(art) -> pd.DataFrame:
 def fig3_4_trigger(art):
     """Fig. 3.4 sensitivity (not a thesis figure): SQuARM-SGD's event-trigger threshold scaled by s."""
     data = _sweep_frame(art)
-    fig = trigger_sweep_figure(data, art.shown, metric=art.params["metric"], title=_title(art))
+    fig = trigger_sweep_figure(data, shown(art), metric=art.params["metric"], title=_title(art))
     art.save_figure(fig)
     return _detached(fig)
 
@@ -376,7 +476,78 @@ def to_target_table(art):
     from IPython.display import Markdown
 
     data = pd.read_csv(art.outputs["csv"])
-    return Markdown(markdown_table(_format(_summary(data, art.shown)[TO_TARGET_COLUMNS])))
+    return Markdown(markdown_table(_format(_summary(data, shown(art))[TO_TARGET_COLUMNS])))
+
+
+def configurations_figure(art, x: str = "bits_B32"):
+    """Panel (b) of the figure (metric vs total bits, log x) once per configuration, each with its own target: the
+    named configurations side by side (read from the CSV the figure function wrote; not saved)."""
+    import matplotlib.pyplot as plt
+
+    apply_style()
+    p = art.params
+    metric = p["metric"]
+    data = pd.read_csv(art.outputs["csv"])
+    present = list(dict.fromkeys(data.loc[data.row == "summary", "configuration"]))
+    derived = p.get("derived") or {}
+    order = [c for c in present if c not in derived] + [c for c in derived if c in present]
+    cols = min(4, len(order))
+    rows = -(-len(order) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.0 * rows), sharey=True, squeeze=False)
+    for ax, conf in zip(axes.flat, order):
+        cur = data[(data.row == "curve") & (data.configuration == conf)]
+        summ = _summary(data, conf)
+        for m, c in cur.groupby("method", sort=False):
+            c = c[c[x] > 0]
+            ax.plot(c[x], c[metric], label=label(m), color=color(m))
+        tgt, rule = float(summ["target"].iloc[0]), summ["target_rule"].iloc[0]
+        ax.axhline(tgt, color="k", lw=0.8, ls=":", label="target (the paper's, or the A-49 fallback)")
+        ax.set_xscale("log")
+        ax.set_title(f"{conf}: target {tgt:.3g}" + ("" if rule == "stated" else " (A-49)"), fontsize=9)
+        ax.set_xlabel(AXIS_LABELS.get(x, x), fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(AXIS_LABELS.get(metric, metric))
+    for ax in list(axes.flat)[len(order):]:
+        ax.set_visible(False)
+    _figure_legend(fig, [ax for ax in axes.flat if ax.get_visible()], ncol=5)
+    fig.suptitle(f"{art.label}, every configuration: {AXIS_LABELS.get(metric, metric)} vs total bits", fontsize=10)
+    return _detached(fig)
+
+
+def configurations_table(art):
+    """One row per configuration (Fig. 3.4: as-stated and the derived ones): the assumption alternatives it runs,
+    the target and how it was chosen, SQuARM's savings against each baseline, its trigger rate and the final test
+    errors; read from the CSV the figure function wrote."""
+    from IPython.display import Markdown
+
+    p = art.params
+    metric = p["metric"]
+    data = pd.read_csv(art.outputs["csv"])
+    summ = data[data.row == "summary"]
+    derived = p.get("derived") or {}
+    rows = []
+    present = list(dict.fromkeys(summ["configuration"]))
+    order = [c for c in present if c not in derived] + [c for c in derived if c in present]
+    for conf in order:
+        g = summ[summ.configuration == conf].set_index("method")
+        params = run_params_of(art, conf)
+        spec = derived.get(conf)
+        row = {"configuration": conf,
+               "split (ch3:A-45)": PARTITION_TEXT.get(params.get("partition"), params.get("partition")),
+               "γ (ch3:A-10)": "whole run" if spec else ("A-10 in the run" if params.get("tune_gamma") else "A-10, fixed"),
+               "trigger vs (ch3:A-trigger-ref)": (spec or {}).get("trigger_reference",
+                                                                  params.get("trigger_reference", "copy")),
+               "target": f"{float(g['target'].iloc[0]):.3g} ({g['target_rule'].iloc[0]})"}
+        for m in ("choco_sign", "choco_topk", "vanilla"):
+            if m in g.index:
+                row[f"{label(m)} / SQuARM bits"] = g.loc[m, "savings_bits_B32"]
+        if "squarm" in g.index:
+            row["SQuARM trigger rate"] = g.loc["squarm", "trigger_rate"]
+            row[f"SQuARM final {metric.replace('_', ' ')}"] = g.loc["squarm", f"final_{metric}"]
+        if "vanilla" in g.index:
+            row[f"vanilla final {metric.replace('_', ' ')}"] = g.loc["vanilla", f"final_{metric}"]
+        rows.append(row)
+    return Markdown(markdown_table(_format(pd.DataFrame(rows))))
 
 
 def sweep_table(art):
@@ -384,7 +555,7 @@ def sweep_table(art):
     from IPython.display import Markdown
 
     metric = art.params["metric"]
-    summ = _summary(pd.read_csv(art.outputs["csv"]), art.shown)
+    summ = _summary(pd.read_csv(art.outputs["csv"]), shown(art))
     cols = ["trigger_scale", "trigger_rate", "final_rounds", "target_fig3_4", "bits_B32_to_fig3_4_target",
             "rounds_to_fig3_4_target", "target", "bits_B32_to_target", "rounds_to_target",
             "bits_to_target_vs_specified", f"final_{metric}", f"best_{metric}", f"final_{metric}_minus_no_trigger",
@@ -401,11 +572,11 @@ def difference_facts(art, rise: float = 0.05) -> list[str]:
     reaches the paper's target, and every method whose metric ends more than `rise` worse than its best."""
     p = art.params
     data = pd.read_csv(art.outputs["csv"])
-    cur = data[(data.row == "curve") & (data.configuration == art.shown)]
-    summ = _summary(data, art.shown)
+    cur = data[(data.row == "curve") & (data.configuration == shown(art))]
+    summ = _summary(data, shown(art))
     metric, paper_target, higher = p["metric"], float(p["target"]), bool(p["higher"])
     name = AXIS_LABELS.get(metric, metric)
-    gamma = art.run_params().get("gamma", {})
+    gamma = method_gammas(art, shown(art))
     facts = []
     best = {m: (c[metric].max() if higher else c[metric].min()) for m, c in cur.groupby("method", sort=False)}
     missing = [label(m) for m, b in best.items() if (b < paper_target if higher else b > paper_target)]
@@ -445,3 +616,67 @@ def differences(art):
     if reasons:
         lines += ["", "Why:", "", *(f"- {r}" for r in reasons)]
     return Markdown("\n".join(lines))
+
+
+# ---- the consensus step size grid (assumption ch3:A-10; artifact fig3_4_gamma) ------------------------------
+
+GRID_COLUMNS = ["configuration", "method", "trigger_reference", "gamma", "final_test_error", "best_test_error",
+                "best_step", "train_loss_at_tune", "tune_step", "consensus_half", "consensus_final",
+                "consensus_growth", "stable", "chosen_whole_run", "chosen_a10", "trigger_rate", "final_bits_B32",
+                "n_seeds", "T", "figure_configurations"]
+
+
+def gamma_grid_frame(art) -> pd.DataFrame:
+    """grid_summary of the fig3_4_gamma runs, plus the Fig. 3.4 configurations each whole-run choice feeds."""
+    summ = grid_summary_of(art).copy()
+    derived = art.params.get("derived") or {}
+    names = []
+    for conf, method, ref, chosen in zip(summ.configuration, summ.method, summ.trigger_reference,
+                                         summ.chosen_whole_run):
+        names.append("; ".join(n for n, d in derived.items() if chosen and d["grid"] == conf
+                               and ref in ("-", d.get("trigger_reference", "copy"))))
+    summ["figure_configurations"] = names
+    return summ[[c for c in GRID_COLUMNS if c in summ]]
+
+
+def _cell(row) -> str:
+    """Final test error with its marks: * the whole-run choice, † the A-10 choice, (unstable) when its consensus
+    distance grows faster than t over the second half."""
+    text = f"{row.final_test_error:.3f}"
+    if not row.stable:
+        text += " (unstable)"
+    return text + ("*" if row.chosen_whole_run else "") + ("†" if row.chosen_a10 else "")
+
+
+def gamma_grid_markdown(frame: pd.DataFrame) -> str:
+    """One table per data split: a row per method (and trigger reference), a column per γ."""
+    parts = []
+    for conf, g in frame.groupby("configuration", sort=False):
+        rows = []
+        for (method, ref), h in g.groupby(["method", "trigger_reference"], sort=False):
+            h = h.sort_values("gamma")
+            name = label(method) + (f", trigger vs {REFERENCE_SHORT.get(ref, ref)}" if ref != "-" else "")
+            cells = {f"γ = {gm:g}": _cell(r) for gm, r in zip(h["gamma"], h.itertuples())}
+            wr, a10 = h[h.chosen_whole_run == 1], h[h.chosen_a10 == 1]
+            cells["whole-run γ"] = f"{float(wr.gamma.iloc[0]):g}" if len(wr) else "none stable"
+            cells["A-10 γ"] = f"{float(a10.gamma.iloc[0]):g}" if len(a10) else "–"
+            rows.append({"method": name, **cells})
+        table = pd.DataFrame(rows).fillna("–")
+        T = int(g["T"].iloc[0])
+        parts.append(f"**{conf}** (T = {T}; final test error of the averaged model)\n\n" + markdown_table(table))
+    legend = ("\\* the whole-run choice (lowest final test error among the stable runs), † the A-10 choice (lowest "
+              "training loss at 10 % of the run); unstable: the consensus distance grows more than twice from T/2 "
+              "to T (faster than t, while the step decays like 1/t).")
+    return "\n\n".join(parts + [legend])
+
+
+def fig3_4_gamma(art):
+    """The γ grid behind Fig. 3.4's derived configurations (not a thesis table): writes the CSV (one row per
+    configuration, method, trigger reference and γ) and returns the per-split tables as Markdown."""
+    from IPython.display import Markdown
+
+    frame = gamma_grid_frame(art)
+    art.write_data(frame)
+    text = gamma_grid_markdown(frame)
+    art.write_markdown(text)
+    return Markdown(text)

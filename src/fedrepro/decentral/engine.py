@@ -23,7 +23,7 @@ import torch
 
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
 from fedrepro.decentral.mixing import make_mixer
-from fedrepro.decentral.trigger import trigger_mask
+from fedrepro.decentral.trigger import TriggerReference, trigger_mask
 
 
 @dataclass
@@ -40,6 +40,7 @@ class EngineConfig:
     force_first: bool = True
     memory_efficient: bool = False    # s_i = Σ_j w_ij x̂_j kept and updated with W q (spec §3.1)
     flag_bits: int = 0                # A-25 optional 1-bit "no update" flag
+    trigger_reference: str = "copy"   # ch3:A-trigger-ref: drift against x̂ ("copy") or the last sent iterate
     keep_ledger: bool = True
 
     def as_dict(self) -> dict:
@@ -108,6 +109,7 @@ class DecentralEngine:
                                    for a, b in self.segments] for _ in range(2))
         self.S = [None] * len(self.segments)   # memory-efficient s_i per segment
         self.generator = generator
+        self.reference = TriggerReference(cfg.trigger_reference)
         self.ledger = BitLedger(self.n) if cfg.keep_ledger else None
         self.t = 0
         self.eta_prev = None
@@ -159,7 +161,9 @@ class DecentralEngine:
             diff = torch.sub(X[:, a:b], c.value, out=self._diff[i])
             sq += torch.mul(diff, diff, out=self._work[i]).sum(dim=1).to(torch.float64)
         c_t = float(self.threshold(t, eta)) if self.threshold is not None else 0.0
-        fire = trigger_mask(sq.cpu().numpy(), c_t, eta, self.first_sync, cfg.force_first)
+        drift = self.reference.drift(sq, X)            # ‖x^{t+1/2} - r_i‖², r_i per ch3:A-trigger-ref
+        fire = trigger_mask(drift, c_t, eta, self.first_sync, cfg.force_first)
+        self.reference.sent(X, fire)                   # copies the rows: X is updated in place below
         self.first_sync = False
         step_bits = np.zeros(self.n, dtype=np.int64)
         any_fire = bool(fire.any())
@@ -194,7 +198,7 @@ class DecentralEngine:
         mx = int(step_bits.max())
         self.airtime_bits += mx
         self.sync_log.append((t, int(fire.sum()), mx))
-        return {"sync": True, "fire": fire, "c_t": c_t, "sq_drift": sq.cpu().numpy(), "step_bits": step_bits}
+        return {"sync": True, "fire": fire, "c_t": c_t, "sq_drift": drift, "step_bits": step_bits}
 
     # ---- diagnostics ------------------------------------------------------------------------
     def trigger_rate(self) -> float:

@@ -32,7 +32,7 @@ PARAMETERS = {
     "image_size?": "int>=8", "loader_workers?": "int>=0",  # image folder
     "n": "int>=2",                          # nodes
     "topology?": "ring|ring_third|complete|torus|erdos_renyi|er",
-    "partition?": "iid|sorted",
+    "partition?": "iid|sorted|two_classes",   # ch3:A-45: the heterogeneous split
     "batch": "int>=1",                      # per node
     "T?": "int>=1", "epochs?": "float>0", "iters_per_epoch?": "int>=1",
     "eval_every?": "int>=1", "eval_every_epochs?": "float>0",
@@ -54,6 +54,9 @@ PARAMETERS = {
     "gamma?": {"squarm?": "float>0", "squarm_noet?": "float>0", "choco_sign?": "float>0", "choco_topk?": "float>0",
                "vanilla?": "float>0"},
     "tune_gamma?": "bool", "gamma_grid?": "list[float>0]", "tune_frac?": "float>0<=1",
+    "gamma_grid_runs?": "bool",             # ch3:A-10: run every gamma of the grid over the whole horizon
+    "trigger_references?": "list[copy|last_sent]",  # ch3:A-trigger-ref: one run per trigger reference
+    "trigger_reference?": "copy|last_sent",
     "seeds?": "int>=1",
     # recorded with the run, read by no code: the figure's target lives in the artifact's parameters, the link
     # model's constants in fedrepro.decentral.linkmodel
@@ -80,12 +83,31 @@ class Sampler:
         return torch.gather(self.shards, 1, cols)
 
 
+PARTITIONS = ("sorted", "two_classes", "iid")
+
+
+def node_shards(labels: np.ndarray, n: int, partition: str, rng: np.random.Generator) -> list[np.ndarray]:
+    """The nodes' training data (assumption ch3:A-45, "heterogeneous distribution across classes"):
+      "sorted"       label-sorted contiguous shards: one class per node (two at class boundaries), A-45;
+      "two_classes"  the label-sorted data cut into 2n shards, node i holding shards i and i + n: two classes per
+                     node, five classes apart (e.g. 0 and 5 on MNIST's 60 nodes); ring neighbours stay alike;
+      "iid"          random equal shards (A-40)."""
+    from fedrepro.data import node_split
+    from fedrepro.data.partition import sorted_shards
+
+    if partition == "two_classes":
+        halves = sorted_shards(labels, 2 * n)
+        return [np.sort(np.concatenate([halves[i], halves[i + n]])) for i in range(n)]
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition must be one of {', '.join(PARTITIONS)}; got {partition!r}")
+    return node_split(labels, n, partition, rng)
+
+
 class MnistTask:
     """Thesis Fig. 3.4: W ∈ R^{784x10}, no bias, pixels in [0, 1], x0 = 0 (A-28, A-02)."""
 
     def __init__(self, split, n: int, partition: str, batch: int, seed: int, train_eval: int | None = None,
                  dtype=torch.float32):
-        from fedrepro.data import node_split
         from fedrepro.models.logreg import softmax_regression_grad
 
         self._grad = softmax_regression_grad
@@ -94,7 +116,7 @@ class MnistTask:
         self.y = torch.as_tensor(split.y_train, dtype=torch.long)
         self.xt = torch.as_tensor(split.x_test, dtype=dtype)
         self.yt = torch.as_tensor(split.y_test, dtype=torch.long)
-        parts = node_split(split.y_train, n, partition, rng_stream(seed, "decentral", "partition"))
+        parts = node_shards(split.y_train, n, partition, rng_stream(seed, "decentral", "partition"))
         m = min(len(p) for p in parts)
         self.shards = np.stack([p[:m] for p in parts])
         self.sampler = Sampler(self.shards, batch, _torch_gen(seed, "decentral", "minibatch"))
@@ -134,7 +156,6 @@ class TorchTask:
 
     def __init__(self, module, split, n: int, partition: str, batch: int, seed: int, train_eval: int = 2000,
                  test_eval: int | None = None, augment: bool = False, device: str = "cpu"):
-        from fedrepro.data import node_split
         from fedrepro.models.stacked import StackedModel
 
         self.device = torch.device(device)
@@ -148,7 +169,7 @@ class TorchTask:
         self.yt = torch.as_tensor(split.y_test, dtype=torch.long, device=self.device)
         if test_eval:
             self.xt, self.yt = self.xt[:test_eval], self.yt[:test_eval]
-        parts = node_split(split.y_train, n, partition, rng_stream(seed, "decentral", "partition"))
+        parts = node_shards(split.y_train, n, partition, rng_stream(seed, "decentral", "partition"))
         m = min(len(p) for p in parts)
         self.shards = np.stack([p[:m] for p in parts])
         self.gen = _torch_gen(seed, "decentral", "minibatch")                       # CPU: indices, augmentation draws
@@ -254,7 +275,8 @@ def build_engine(params: dict, method: str, task, seed: int, gamma: float | None
     cfg = method_config(method, gamma=g, beta=float(params.get("beta", 0.9)), k=params.get("k"),
                         ratio=params.get("ratio"), H=int(params["H"]) if method == "squarm" else None,
                         weight_decay=float(params.get("weight_decay", 0.0)),
-                        lr_correction=bool(params.get("lr_correction", True)))
+                        lr_correction=bool(params.get("lr_correction", True)),
+                        trigger_reference=str(params.get("trigger_reference", "copy")))
     thr = make_threshold(params.get("trigger"), ipe, scale=threshold_scale * float(params.get("trigger_scale", 1.0))) \
         if method == "squarm" else None
     x0 = task.x0()
@@ -292,6 +314,7 @@ def run_method(params: dict, method: str, task, seed: int, gamma: float, log=pri
         recs.append({"step": step, **ev, "bits_B32": int(eng.bits.sum()), "bits_per_node": float(eng.bits.sum() / eng.n),
                      "rounds": eng.rounds, "transmissions": int(eng.n_fired.sum()), "airtime_bits": eng.airtime_bits,
                      "trigger_rate": eng.trigger_rate(), "consensus_dist": eng.consensus_distance(),
+                     "mean_sq_norm": float((eng.mean_model() ** 2).sum()),
                      "epoch": step / int(params.get("iters_per_epoch", 1))})
 
     snapshot(0)
@@ -326,7 +349,7 @@ def run_method(params: dict, method: str, task, seed: int, gamma: float, log=pri
 
 ID_COLS = ("step", "epoch", "bits_B32", "bits_B64idx", "bits_Blog", "bits_per_node", "rounds", "transmissions",
            "airtime_bits", "gamma", "seconds_per_iter")
-METRICS = ("test_error", "test_acc", "train_loss", "trigger_rate", "consensus_dist")
+METRICS = ("test_error", "test_acc", "train_loss", "trigger_rate", "consensus_dist", "mean_sq_norm")
 
 
 def to_long(frame: pd.DataFrame, method: str, seed: int) -> pd.DataFrame:
@@ -340,10 +363,15 @@ def to_long(frame: pd.DataFrame, method: str, seed: int) -> pd.DataFrame:
 def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, dict]:
     """Every method x seed of one configuration.  make_task(seed) -> a fresh task (data, sampler).
 
-    `trigger_scales` (a list; the threshold-scale sweep of spec RISK R-1 / §7.2): every event-triggered method runs
-    once per scale s with its threshold c_t multiplied by s (on top of any A-22 calibration; s = 0 is "no trigger"),
-    and the rows get a `trigger_scale` column.  γ is tuned (if `tune_gamma`) once, at the configuration's own
-    threshold, and used for every scale."""
+    Variants of the event-triggered method (SQuARM), each in a column of its own:
+      `trigger_scales` (a list; the threshold-scale sweep of spec RISK R-1 / §7.2): the threshold c_t multiplied by
+        each scale s (on top of any A-22 calibration; s = 0 is "no trigger"); column `trigger_scale`.
+      `trigger_references` (a list of "copy" / "last_sent", assumption ch3:A-trigger-ref): what the trigger measures
+        the drift against; column `trigger_reference`.  Without the list, `trigger_reference` (default "copy").
+    `gamma_grid_runs: true` (the whole-run γ tuning of ch3:A-10): every method but vanilla runs the whole horizon at
+    every γ of `gamma_grid` (the rows' `gamma` column tells them apart; the choice is made when the runs are read,
+    `fedrepro.decentral.tuning`).  Otherwise γ is tuned (if `tune_gamma`, the A-10 rule) once per method, at the
+    configuration's own threshold, and used for every variant."""
     seeds = [int(params["seed"]) + i for i in range(int(params.get("seeds", 1)))]
     frames, facts = [], {"runs": [], "gamma_tuning": {}}
     if params.get("trigger_calibrate") and "squarm" in params["methods"]:
@@ -351,25 +379,40 @@ def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, di
         params = dict(params, trigger_scale=cal["scale"])
         facts["trigger_calibration"] = cal
     sweep = params.get("trigger_scales")
+    references = params.get("trigger_references")
     base_scale = float(params.get("trigger_scale", 1.0))
     for method in params["methods"]:
         gamma = float(params["gamma"].get(method, 1.0)) if isinstance(params.get("gamma"), dict) else 1.0
-        if params.get("tune_gamma") and method != "vanilla":
-            gamma, losses = tune_gamma(params, method, lambda: make_task(seeds[0]), seeds[0], log)
-            facts["gamma_tuning"][method] = {"chosen": gamma, "losses": {str(k): v for k, v in losses.items()}}
-        scales = [float(s) for s in sweep] if sweep is not None and method == "squarm" else [None]
-        for scale in scales:
-            p = params if scale is None else dict(params, trigger_scale=base_scale * scale)
-            if scale is not None:
-                log(f"  {method}: threshold scale {scale:g} (c_t x {base_scale * scale:g})")
-            for seed in seeds:
-                frame, f = run_method(p, method, make_task(seed), seed, gamma, log)
-                long = to_long(frame, method, seed)
-                if scale is not None:
-                    long.insert(2, "trigger_scale", scale)
-                    f = {**f, "trigger_scale": scale}
-                frames.append(long)
-                facts["runs"].append({**f, "seed": seed})
+        if params.get("gamma_grid_runs") and method != "vanilla":
+            gammas = [float(g) for g in params["gamma_grid"]]
+        else:
+            if params.get("tune_gamma") and method != "vanilla":
+                gamma, losses = tune_gamma(params, method, lambda: make_task(seeds[0]), seeds[0], log)
+                facts["gamma_tuning"][method] = {"chosen": gamma, "losses": {str(k): v for k, v in losses.items()}}
+            gammas = [gamma]
+        triggered = method == "squarm"
+        scales = [float(s) for s in sweep] if sweep is not None and triggered else [None]
+        refs = [str(r) for r in references] if references is not None and triggered else [None]
+        for ref in refs:
+            for scale in scales:
+                p = params if scale is None else dict(params, trigger_scale=base_scale * scale)
+                p = p if ref is None else dict(p, trigger_reference=ref)
+                if scale is not None or ref is not None:
+                    log(f"  {method}: " + ", ".join(
+                        ([f"threshold scale {scale:g} (c_t x {base_scale * scale:g})"] if scale is not None else [])
+                        + ([f"trigger reference {ref}"] if ref is not None else [])))
+                for g in gammas:
+                    for seed in seeds:
+                        frame, f = run_method(p, method, make_task(seed), seed, g, log)
+                        long = to_long(frame, method, seed)
+                        if scale is not None:
+                            long.insert(2, "trigger_scale", scale)
+                            f = {**f, "trigger_scale": scale}
+                        if ref is not None:
+                            long.insert(2, "trigger_reference", ref)
+                            f = {**f, "trigger_reference": ref}
+                        frames.append(long)
+                        facts["runs"].append({**f, "seed": seed})
     return pd.concat(frames, ignore_index=True), facts
 
 

@@ -57,12 +57,15 @@ def log_grid(T: int, n_points: int = 200) -> np.ndarray:
 
 def run_scheme(problem, x_init: np.ndarray, *, compressor: Compressor | None, feedback: str, eta: float,
                delta: float, zeta: float, T: int, rng_samples: np.random.Generator,
-               rng_directions: np.random.Generator | None = None, log_steps: np.ndarray | None = None,
-               metrics_fn: Callable | None = None, keep_history: bool = False, progress=None) -> RunResult:
+               rng_directions: np.random.Generator | None = None, rng_compressor: np.random.Generator | None = None,
+               log_steps: np.ndarray | None = None, metrics_fn: Callable | None = None, keep_history: bool = False,
+               progress=None) -> RunResult:
     """Run one scheme for T iterations.  ``compressor=None`` is the vanilla (uncompressed) scheme.
 
     x_init: x~(1), already in X (Alg. 2) or X~ (Alg. 3).  metrics_fn(xbar, x, lam) -> {name: float}
-    is evaluated at the logged iterations.
+    is evaluated at the logged iterations.  ``rng_compressor``: the random stream of a randomized compressor
+    (Rand-k, QSGD; drawn once per sender and message, spec §1.3.1), its own stream so that the sample and
+    direction streams draw the same numbers whichever compressor runs; deterministic compressors ignore it.
     """
     if feedback not in FEEDBACKS:
         raise ValueError(f"feedback must be one of {FEEDBACKS}; got {feedback!r}")
@@ -99,7 +102,7 @@ def run_scheme(problem, x_init: np.ndarray, *, compressor: Compressor | None, fe
             msg = identity(x_tilde, None)  # vanilla: the parameter itself, full precision
             x = x_tilde
         else:
-            msg = copy.update(x_tilde, None, compressor=identity if t == 1 else None)
+            msg = copy.update(x_tilde, rng_compressor, compressor=identity if t == 1 else None)
             x = proj(copy.value)
         ledger.record("p2p", msg, step=int(bucket[t]), copies=degree)
         # line 8: running average (the output)

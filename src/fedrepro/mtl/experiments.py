@@ -59,16 +59,21 @@ FEEDBACKS = ("sample", "bandit")
 CONVENTIONS = {"bits_measured": None, "bits_P": "P", "bits_F": "F"}
 
 
+# randomized operators of ch. 2 (not in the thesis' figures; `schemes:` may name them): their draws come from the
+# run's `compressor` stream
+RANDOMIZED = ("randk", "sign_randk")
+
+
 def make_compressor(scheme: str, k: int):
     if scheme == "vanilla":
         return None
     if scheme == "sign":
         return get_compressor("sign", sign_of_zero=0)
-    if scheme == "topk":
-        return get_compressor("topk", k=k)
-    if scheme == "sign_topk":
-        return get_compressor("sign_topk", k=k)
-    raise ValueError(f"scheme must be one of {SCHEMES}; got {scheme!r}")
+    if scheme in ("topk", "sign_topk", "randk"):
+        return get_compressor(scheme, k=k)
+    if scheme == "sign_randk":
+        return get_compressor(scheme, k=k, sign_of_zero=0)
+    raise ValueError(f"scheme must be one of {SCHEMES + RANDOMIZED}; got {scheme!r}")
 
 
 @dataclass
@@ -157,6 +162,7 @@ def run_experiment(params: dict, experiment: str, progress=None, log=None) -> tu
                          eta=float(params["eta"]), delta=float(params["delta"]), zeta=zeta, T=T,
                          rng_samples=rng_stream(seed, experiment, trial, "samples"),
                          rng_directions=rng_stream(seed, experiment, trial, "directions"),
+                         rng_compressor=rng_stream(seed, experiment, trial, "compressor", feedback, scheme),
                          log_steps=steps, metrics_fn=_metrics_fn(inst))
         wall = time.perf_counter() - t0
         facts["timing"].append({"trial": trial, "feedback": feedback, "scheme": scheme, "seconds": round(wall, 3),
