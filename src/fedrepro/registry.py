@@ -72,6 +72,11 @@ class Registry:
         scale_params = (e["scales"].get(scale) or {}).get("params") or {}
         return deep_merge(e["configurations"][configuration], scale_params)
 
+    def configuration_names(self) -> set[str]:
+        """Every named configuration: those experiments run, and those an artifact derives from its runs
+        (`parameters: derived:`, e.g. thesis Fig. 3.4's data splits)."""
+        return {c for r in self.papers.values() for c in _configurations(r)}
+
     def run_spec(self, paper: str, exp: str, scale: str) -> dict:
         """How the run job of an experiment executes at a scale: runner, inputs, threads, resources, alone."""
         e = self.experiment(paper, exp)
@@ -226,11 +231,15 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
                                       f"expected {width} ({', '.join(c['keys'] + c['columns'])})")
 
 
+def _configurations(reg: dict) -> set[str]:
+    named = {c for e in reg["experiments"].values() for c in e["configurations"]}
+    return named | {c for a in reg["artifacts"].values() for c in ((a.get("parameters") or {}).get("derived") or {})}
+
+
 def _check_assumptions(reg: dict, where: str) -> None:
     """Each alternative names configurations some experiment of this paper has (or an artifact derives from its
     runs: `parameters: derived: {configuration: ...}`, e.g. thesis Fig. 3.4); each listed claim exists."""
-    configurations = {c for e in reg["experiments"].values() for c in e["configurations"]}
-    configurations |= {c for a in reg["artifacts"].values() for c in ((a.get("parameters") or {}).get("derived") or {})}
+    configurations = _configurations(reg)
     claim_ids = {c["id"] for c in reg["claims"]}
     for aid, entry in (reg.get("assumptions") or {}).items():
         for alternative, configs in entry["alternatives"].items():

@@ -23,14 +23,7 @@ except (ConfigError, PluginError) as exc:
 config.clear()
 config.update(_resolved)
 SCALE = config["scale"]
-_CONFIGURATIONS = sorted(
-    {
-        c
-        for r in REGISTRY.papers.values()
-        for e in r["experiments"].values()
-        for c in e["configurations"]
-    }
-)
+_CONFIGURATIONS = sorted(REGISTRY.configuration_names())
 if config["configuration"] not in _CONFIGURATIONS:
     import difflib
 
