@@ -69,8 +69,8 @@ def main() -> None:
     a = ap.parse_args()
     limit_threads(a.threads)
     from fedrepro.gcca import EngineConfig, run_maxvar
-    from fedrepro.gcca.mvlsa import mvlsa
     from fedrepro.gcca.generators import sparse_views
+    from fedrepro.gcca.mvlsa import mvlsa
 
     ref = load_reference()
     t0 = time.perf_counter()

@@ -1,13 +1,12 @@
 """The workflow: dry runs at every scale, the smoke scale end to end, reruns on code changes, audit."""
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
-
 from conftest import snakemake
+
 from fedrepro.config import SCALES
 from fedrepro.registry import Registry
 

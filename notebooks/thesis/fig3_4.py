@@ -33,8 +33,14 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
-from fedrepro.decentral.artifacts import (configurations_figure, configurations_table, describe_run, differences,
-                                         fig3_4, to_target_table)
+from fedrepro.decentral.artifacts import (
+                                         configurations_figure,
+                                         configurations_table,
+                                         describe_run,
+                                         differences,
+                                         fig3_4,
+                                         to_target_table,
+)
 from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig3_4", root=root, scale=scale, configuration=configuration,

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedrepro.gcca import EngineConfig, mvlsa, run_maxvar
+from fedrepro.gcca import EngineConfig, run_maxvar
 from fedrepro.gcca.generators import sparse_views
+from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.gcca.views import _smallest_keys_increasing, sample_rows
 
 REFERENCE = Path(__file__).resolve().parents[2] / "benchmarks" / "reference" / "cutemaxvar_numpy.py"

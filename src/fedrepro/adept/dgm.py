@@ -57,7 +57,7 @@ def sample(fwd, params, m: int, n: int, steps: int, shape, seed0: int = 0) -> to
 def feature_extractor(p: dict, featnet_path: str):
     path = p.get("inception_weights_path")
     if path and Path(path).exists():
-        from torchmetrics.image.fid import NoTrainInceptionV3   # needs torch-fidelity; paper scale only
+        from torchmetrics.image.fid import NoTrainInceptionV3  # needs torch-fidelity; paper scale only
         return NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
                                   feature_extractor_weights_path=path), "inception-v3 (2048-d)"
     return load_proxy_extractor(featnet_path), "proxy: pipeline-trained MNIST FeatureNet (128-d)"
@@ -166,8 +166,7 @@ def table3(ctx):
     import pandas as pd
 
     from fedrepro.data.loaders import load_images
-    from fedrepro.pipeline import RunResult
-    from fedrepro.pipeline import verified_side_file
+    from fedrepro.pipeline import RunResult, verified_side_file
 
     torch.manual_seed(ctx.seed)
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)

@@ -19,8 +19,16 @@ from pathlib import Path
 from fedrepro.data.download import HttpPolicy
 from fedrepro.data.registry import Dataset
 from fedrepro.data.sources import FETCHERS, FetchContext
-from fedrepro.data.verify import (PINS_FILE, ChecksumMismatch, check, expected_with_pin, format_problem,
-                                  has_checksum, read_pins, write_pins)
+from fedrepro.data.verify import (
+    PINS_FILE,
+    ChecksumMismatch,
+    check,
+    expected_with_pin,
+    format_problem,
+    has_checksum,
+    read_pins,
+    write_pins,
+)
 
 log = logging.getLogger("fedrepro.data")
 

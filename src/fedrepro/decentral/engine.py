@@ -16,7 +16,7 @@ sync round (broadcast, A-26); a non-firing node sends 0 bits (A-25), plus `flag_
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch

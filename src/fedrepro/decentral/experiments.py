@@ -17,8 +17,8 @@ import pandas as pd
 import torch
 
 from fedrepro.comm.conventions import thesis_bits_per_step
-from fedrepro.decentral.engine import DecentralEngine, method_config
 from fedrepro.decentral.conventions import CONVENTIONS
+from fedrepro.decentral.engine import DecentralEngine, method_config
 from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
 from fedrepro.runtime import rng_stream

@@ -12,7 +12,7 @@ Streams (fedrepro.runtime.rng_stream): data (seed, experiment, trial, "train"|"t
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd

@@ -106,7 +106,9 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
 
     _callback(0)
     if want[0]:
-        objective.append(maxvar_objective(M, G)); times.append(clock); times_max.append(clock_max)
+        objective.append(maxvar_objective(M, G))
+        times.append(clock)
+        times_max.append(clock_max)
     with np.errstate(over="ignore", invalid="ignore"):
         for r in range(cfg.R):
             t0 = time.perf_counter()
@@ -135,7 +137,9 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
             clock += (t1 - t0) / I + (t2 - t1)
             clock_max += (t1 - t0) / I + (t2 - t1)
             if want[r + 1]:
-                objective.append(maxvar_objective(M, G)); times.append(clock); times_max.append(clock_max)
+                objective.append(maxvar_objective(M, G))
+                times.append(clock)
+                times_max.append(clock_max)
             _callback(r + 1)
 
     _, up_bits = ledger.cumulative("up")

@@ -117,7 +117,9 @@ def sparse_mvlsa(views: HashedViews, K: int, K_tilde: int) -> SparseMvlsa:
         k = min(K_tilde, min(x.shape) - 1)
         U, s, Vt = svds(x, k=k, random_state=0)
         keep = s > 1e-10 * s.max()
-        Us.append(U[:, keep]); Ss.append(s[keep]); Vs.append(Vt[keep].T)
+        Us.append(U[:, keep])
+        Ss.append(s[keep])
+        Vs.append(Vt[keep].T)
     W = np.concatenate(Us, axis=1)
     evals, evecs = np.linalg.eigh(W.T @ W)
     top = np.argsort(evals)[::-1][:K]

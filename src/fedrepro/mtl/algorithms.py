@@ -22,8 +22,8 @@ cumulative bits at bucket k are exact at the k-th logged iteration.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 

@@ -14,8 +14,8 @@ import importlib.metadata
 import json
 import platform
 import subprocess
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from fedrepro.io import write_json
 from fedrepro.provenance.hashing import hash_config, hash_tree, sha256_file

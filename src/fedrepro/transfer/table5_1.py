@@ -8,14 +8,14 @@ keys below; ../specs thesis_ch4_ch5.md §2.3-2.5 names them A-T1 ... A-T6.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
 from fedrepro.runtime import rng_stream
-from fedrepro.transfer.representation import gd_least_squares, phase1_fit, error_ratios
+from fedrepro.transfer.representation import error_ratios, gd_least_squares, phase1_fit
 
 # What `run` reads (thesis.yaml table5_1: the fields of Table51Config), checked when the registry loads; format:
 # fedrepro/paramspec.py.
@@ -56,7 +56,7 @@ class Table51Config:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, cfg: dict) -> "Table51Config":
+    def from_dict(cls, cfg: dict) -> Table51Config:
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}
         unknown = set(cfg) - known
         if unknown:
