@@ -64,7 +64,7 @@ def main() -> None:
     epoch = scale * (495 * steady + 5000 / 256 * t_eval)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"median round {steady:.1f} s; eval chunk of {args.B} images {t_eval:.1f} s; peak RSS {rss:.1f} GiB")
-    print(f"epoch (495 rounds of B = 256, 5,000-image test sweep{'' if args.B == 256 else ', scaled from B = %d' % args.B})"
+    print(f"epoch (495 rounds of B = 256, 5,000-image test sweep{'' if args.B == 256 else f', scaled from B = {args.B}'})"
           f" {epoch / 3600:.1f} h; 100-epoch run {100 * epoch / 3600 / 24:.1f} days")
 
 

@@ -1,59 +1,113 @@
-"""Time per CuteMaxVar iteration (q = 3, T = 10) at the Fig. 8 size and at the small synthetic size.
+"""Time per CuteMaxVar iteration at the Fig. 8 size, beside a plain NumPy/SciPy reference and the memory bound.
 
-    PYTHONPATH=src python benchmarks/bench_gcca.py [--threads 1] [--iters 20]
+    PYTHONPATH=src python benchmarks/bench_gcca.py [--threads 1] [--iters 5] [--pairs 5]
 
-Sizes: (J, N, rho, K, I) = (50000, 2000, 0.02, 5, 3) sparse (D = 200, A-25 densities) and (500, 25, dense, 5, 3)
-(D = 20).  Reported: setup (generation, Gram eigensystems, MVLSA, v* by Lanczos at the large size) and the mean
-wall time per outer iteration for SGD (batch 5000 / 150) and for the full gradient, with the simulated-parallel
-clock of §4.10 beside the plain wall time.  Goal (issue 5): < 0.3 s per iteration at the large size.
+Size: (J, N, rho, K, I) = (50000, 2000, 0.02, 5, 3) sparse views (D = 200, A-25 densities), SGD batch 5000,
+T = 10, q = 3, warm start from MVLSA. Compared, interleaved in one process (blocks of --iters outer iterations,
+--pairs rounds, CPU time of this process; medians):
+
+- engine:    fedrepro.gcca.run_maxvar (CuteMaxVar q = 3; AltMaxVar beside it),
+- reference: benchmarks/reference/cutemaxvar_numpy.py, a plain implementation with the engine's random streams
+             that samples minibatch rows as the engine did before issue 19 (its "before"),
+- limit:     bytes a fused implementation must move per iteration (minibatch keys and rows, one pass over
+             each view for M = X Q, the compressor's passes, the objective) / copy bandwidth measured here.
+
+The two CuteMaxVar runs use the same streams, so their objectives must agree to rounding (checked).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import time
+from pathlib import Path
 
-from fedrepro.gcca import EngineConfig, mvlsa, optimum, run_maxvar
-from fedrepro.gcca.generators import dense_views, sparse_views
+import numpy as np
+
 from fedrepro.runtime import limit_threads, rng_stream
 
-
-def bench(name, make, K, K_tilde, batches, iters, lanczos):
-    t0 = time.perf_counter()
-    views = make()
-    t1 = time.perf_counter()
-    warm = mvlsa(views, K, K_tilde)
-    t2 = time.perf_counter()
-    line = f"{name}: generate+Gram eig {t1 - t0:.2f} s, MVLSA {t2 - t1:.2f} s"
-    if lanczos:
-        t3 = time.perf_counter()
-        opt = optimum(views, K)
-        line += f", v* ({opt.method}) {time.perf_counter() - t3:.2f} s"
-    print(line)
-    for batch in batches:
-        for q in (3, None):
-            cfg = EngineConfig(K=K, R=iters, T=10, batch=batch, q=q)
-            t = time.perf_counter()
-            res = run_maxvar(views, warm.Q, cfg, rng_stream(0, "bench", "sgd"), rng_stream(0, "bench", "c"))
-            wall = (time.perf_counter() - t) / iters
-            method = "CuteMaxVar q=3" if q else "AltMaxVar     "
-            print(f"  {method} {'full gradient' if batch is None else f'SGD batch {batch}':>16}: "
-                  f"{1e3 * wall:7.1f} ms/iteration (wall, incl. objective), simulated-parallel clock "
-                  f"{1e3 * res.time[-1] / iters:7.1f} ms/iteration")
+HERE = Path(__file__).resolve().parent
+SIZE = dict(J=50000, N=2000, D=200, I=3, nu=0.1)
+K, K_TILDE, T, BATCH, Q_BITS = 5, 50, 10, 5000, 3
 
 
-def main():
+def load_reference():
+    spec = importlib.util.spec_from_file_location("cutemaxvar_numpy", HERE / "reference" / "cutemaxvar_numpy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def copy_bandwidth(nbytes: int = 256 * 2**20, repeats: int = 5) -> float:
+    src = np.ones(nbytes // 8)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * nbytes / best
+
+
+def bytes_per_iteration(views, batch: int, T: int, K: int) -> int:
+    I, J, N = views.I, views.J, views.N
+    nnz = sum(x.nnz for x in views.Xs)
+    per_nnz = views.Xs[0].data.itemsize + views.Xs[0].indices.itemsize
+    sgd = T * (I * 2 * J * 8 + batch / J * nnz * per_nnz + I * batch * K * 8 + I * 2 * N * K * 8)
+    apply = nnz * per_nnz + I * J * K * 8
+    compress = 5 * (I + 1) * J * K * 8           # read x and x̂, write and read the uniforms, write x̂
+    objective = (I + 1) * J * K * 8
+    return int(sgd + apply + compress + objective)
+
+
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--pairs", type=int, default=5)
     a = ap.parse_args()
     limit_threads(a.threads)
-    print(f"BLAS threads: {a.threads}")
-    bench("small dense (500, 25, 20, 5, 3)",
-          lambda: dense_views(rng_stream(0, "bench", "small"), 500, 25, 20, 3, 0.1), 5, 10, [150, None], 200, True)
-    bench("large sparse (50000, 2000, rho 0.02, 5, 3)",
-          lambda: sparse_views(rng_stream(0, "bench", "large"), 50000, 2000, 200, 3, 0.1), 5, 50, [5000, None],
-          a.iters, True)
+    from fedrepro.gcca import EngineConfig, run_maxvar
+    from fedrepro.gcca.generators import sparse_views
+    from fedrepro.gcca.mvlsa import mvlsa
+
+    ref = load_reference()
+    t0 = time.perf_counter()
+    views = sparse_views(rng_stream(0, "bench", "large"), SIZE["J"], SIZE["N"], SIZE["D"], SIZE["I"], SIZE["nu"])
+    Q0 = mvlsa(views, K, K_TILDE).Q
+    lam = ref.step_sizes(views.Xs)
+    bw = copy_bandwidth()
+    limit_ms = 1e3 * bytes_per_iteration(views, BATCH, T, K) / bw
+    print(f"setup {time.perf_counter() - t0:.1f} s; BLAS threads {a.threads}; {a.pairs} interleaved rounds of "
+          f"{a.iters} iterations; copy bandwidth {bw / 1e9:.1f} GB/s; load average {os.getloadavg()[0]:.2f}")
+
+    def engine(q):
+        cfg = EngineConfig(K=K, R=a.iters, T=T, batch=BATCH, q=q)
+        return lambda: run_maxvar(views, Q0, cfg, rng_stream(0, "bench", "sgd"), rng_stream(0, "bench", "c")).objective[1:]
+
+    def reference():
+        return ref.run(views.Xs, lam, Q0, R=a.iters, T=T, batch=BATCH, q=Q_BITS, rng_sgd=rng_stream(0, "bench", "sgd"),
+                       rng_comp=rng_stream(0, "bench", "c"))
+
+    runs = {"engine CuteMaxVar q=3": engine(Q_BITS), "engine AltMaxVar": engine(None), "reference CuteMaxVar q=3": reference}
+    ms = {k: [] for k in runs}
+    last = {}
+    for i in range(a.pairs):
+        names = list(runs)
+        for k in names[i % 3:] + names[: i % 3]:
+            t = time.process_time()
+            last[k] = runs[k]()
+            ms[k].append(1e3 * (time.process_time() - t) / a.iters)
+    ratio = np.median(np.array(ms["reference CuteMaxVar q=3"]) / np.array(ms["engine CuteMaxVar q=3"]))
+    agree = np.max(np.abs(last["engine CuteMaxVar q=3"] / last["reference CuteMaxVar q=3"] - 1))
+    print("| run | ms / iteration (median) | / memory limit |\n|---|---|---|")
+    for k, v in ms.items():
+        print(f"| {k} | {np.median(v):.1f} | {np.median(v) / limit_ms:.1f} |")
+    print(f"| memory limit | {limit_ms:.1f} | 1 |")
+    print(f"reference / engine (paired median): {ratio:.2f}; objectives agree to {agree:.1e} (relative); "
+          f"load average after {os.getloadavg()[0]:.2f}")
+    assert agree < 1e-6, agree
 
 
 if __name__ == "__main__":

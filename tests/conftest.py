@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_PARTS = ("Snakefile", "workflow", "profiles", "config", "notebooks", "src", "environment.yml")
+WORKFLOW_PARTS = ("Snakefile", "workflow", "profiles", "config", "notebooks", "src", "docs", "environment.yml")
 
 
 def copy_workflow(dest: Path) -> Path:
@@ -25,7 +25,7 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
-def snakemake(*args: str, cwd: Path, check: bool = True, timeout: int = 900) -> subprocess.CompletedProcess:
+def snakemake(*args: str, cwd: Path, check: bool = True, timeout: int = 1800) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout)
     if check and proc.returncode != 0:

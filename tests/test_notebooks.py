@@ -2,8 +2,8 @@
 
 import jupytext
 import pytest
-
 from conftest import REPO
+
 from fedrepro.registry import Registry
 
 REGISTRY = Registry.load(REPO)

@@ -5,8 +5,12 @@ import pytest
 
 from fedrepro.config import ConfigError
 from fedrepro.scorecard import evaluate_claims
-from fedrepro.scorecard.expressions import (ClaimExpressionError, ClaimExpressionProblems, compile_expression,
-                                            validate_claim_expressions)
+from fedrepro.scorecard.expressions import (
+    ClaimExpressionError,
+    ClaimExpressionProblems,
+    compile_expression,
+    validate_claim_expressions,
+)
 
 DATA = pd.DataFrame({"configuration": ["a", "a", "b", "b"], "n": [1, 2, 1, 2], "x": [10.0, 5.0, 20.0, 4.0],
                      "y": [1.0, 1.0, 30.0, 1.0]})
@@ -41,7 +45,8 @@ def test_predicate_holds_in_one_configuration_only():
     out = _eval([PRED]).set_index("configuration")
     assert out.loc["a", "verdict"] == "reproduced"
     assert out.loc["b", "verdict"] == "not-reproduced"
-    assert out.loc["b", "detail"] == "1/2 rows hold"
+    assert out.loc["a", "detail"] == "2/2 rows hold"
+    assert out.loc["b", "detail"] == "fails at 1/2 rows: n=1: x=20, y=30"   # names the row and its values
 
 
 def test_monotonicity_helpers():
@@ -151,3 +156,40 @@ def test_a_claim_declared_not_run_needs_no_column():
                                                                          "define its Baseline"}
     with pytest.raises(ClaimExpressionError, match="no column 'baseline'"):
         _eval([{k: v for k, v in claim.items() if k != "not_run"}])
+
+
+# ---- details that say what failed (the index and the notebooks print them as the reason) ---------------------
+def test_an_ordering_that_fails_shows_the_values_it_was_computed_from():
+    claim = {**PRED, "expr": "increasing(x, by=n)"}
+    out = _eval([claim]).set_index("configuration")
+    assert out.loc["a", "detail"] == "fails on n = [1, 2]; x = [10, 5]"
+
+
+def test_a_value_claim_that_misses_says_by_how_much_and_the_band():
+    claim = {"id": "V", "artifact": "t", "statement": "x at n=1", "kind": "value", "where": "n == 1", "column": "x",
+             "paper_value": 15.0, "tolerance": {"quick": {"rel": 0.1}}}
+    out = _eval([claim]).set_index("configuration")["detail"]
+    assert out["a"] == "10 vs the paper's 15: ratio 0.667, outside ±10%"
+
+
+def test_a_cell_outside_its_band_names_the_band():
+    out = _eval([CELLS]).set_index(["configuration", "claim"])["detail"]
+    assert out[("a", "T[n=1,x]")] == "ratio 0.952"
+    assert out[("b", "T[n=1,x]")] == "ratio 1.9, outside ±10%"
+
+
+def test_rows_without_a_configuration_column_are_labelled_with_the_runs_configurations():
+    data = DATA[DATA["configuration"] == "a"].drop(columns="configuration")
+    out = evaluate_claims([PRED], data, paper="p", artifact="t", scale="quick", data_status=None,
+                          configurations=["as-stated"])
+    assert list(out["configuration"]) == ["as-stated"]
+    unlabelled = evaluate_claims([PRED], data, paper="p", artifact="t", scale="quick", data_status=None)
+    assert all(unlabelled["configuration"] != "")
+
+
+def test_row_keys_skip_columns_that_tell_no_more_rows_apart():
+    from fedrepro.scorecard.evaluate import row_keys
+
+    frame = pd.DataFrame({"configuration": ["a"] * 4, "n1": [1, 1, 2, 2], "n2": [1, 1, 2, 2], "db": [5, 9, 5, 9],
+                          "x": [1.0, 2.0, 3.0, 4.0]})
+    assert row_keys(frame, exclude=["x"]) == ["n1", "db"]

@@ -33,3 +33,6 @@ from fedrepro.notebook import open_artifact
 art = open_artifact("adept", "fig2", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)
 fig2(art)
+
+# %%
+art.paper_vs_ours()

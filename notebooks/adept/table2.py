@@ -31,3 +31,6 @@ from fedrepro.notebook import open_artifact
 art = open_artifact("adept", "table2", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)
 table2(art)
+
+# %%
+art.paper_vs_ours()

@@ -33,3 +33,6 @@ from fedrepro.notebook import open_artifact
 art = open_artifact("cvfl", "figd7", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)
 figd7(art)
+
+# %%
+art.paper_vs_ours()

@@ -32,3 +32,6 @@ from fedrepro.notebook import open_artifact
 art = open_artifact("cvfl", "tablecost", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)
 tablecost(art)
+
+# %%
+art.paper_vs_ours()

@@ -33,3 +33,6 @@ fig11(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

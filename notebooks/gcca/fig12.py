@@ -34,3 +34,6 @@ fig12(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

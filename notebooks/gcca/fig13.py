@@ -34,3 +34,6 @@ fig13(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

@@ -36,3 +36,6 @@ fig2(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

@@ -36,3 +36,6 @@ fig3(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

@@ -34,3 +34,6 @@ fig7(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

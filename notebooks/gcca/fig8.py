@@ -35,3 +35,6 @@ fig8(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

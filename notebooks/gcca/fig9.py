@@ -34,3 +34,6 @@ fig9(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

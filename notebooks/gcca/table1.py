@@ -35,3 +35,6 @@ table1(art)
 
 # %%
 summary(art)
+
+# %%
+art.paper_vs_ours()

@@ -48,3 +48,6 @@ to_target_table(art)
 
 # %%
 differences(art)
+
+# %%
+art.paper_vs_ours()

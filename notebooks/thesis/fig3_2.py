@@ -57,3 +57,6 @@ configurations_table(art)
 
 # %%
 differences(art)
+
+# %%
+art.paper_vs_ours()

@@ -58,3 +58,6 @@ configurations_table(art)
 
 # %%
 differences(art)
+
+# %%
+art.paper_vs_ours()

@@ -77,3 +77,6 @@ configurations_figure(art)
 
 # %%
 differences(art)
+
+# %%
+art.paper_vs_ours()

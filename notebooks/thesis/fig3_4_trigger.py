@@ -53,3 +53,6 @@ sweep_table(art)
 # `final_test_error_minus_no_trigger` the change in final error against scale 0. `final_consensus_dist` is
 # (1/n)‖X − X̄‖²: with γ = 1 and no skipping the local models drift apart while their average stays usable.
 # No claims: the thesis reports no number for this sweep (see docs/thesis_ch3.md).
+
+# %%
+art.paper_vs_ours()

@@ -67,3 +67,6 @@ bits_panels(art)
 
 # %%
 differences(art)
+
+# %%
+art.paper_vs_ours()

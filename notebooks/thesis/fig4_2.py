@@ -65,3 +65,6 @@ bits_panels(art)
 
 # %%
 differences(art)
+
+# %%
+art.paper_vs_ours()

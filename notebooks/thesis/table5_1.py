@@ -50,3 +50,6 @@ table5_1(art)
 
 # %%
 log_error_summary(art)
+
+# %%
+art.paper_vs_ours()

@@ -36,7 +36,8 @@ def default_outputs(root: Path, scale: str, paper: str, artifact: str, kind: str
 
 
 def data_status(root: str | Path, run_files) -> dict:
-    """dataset -> 'real' | 'stand-in' over the runs' sidecars (what the artifact's own sidecar will say)."""
+    """dataset -> 'real' | 'real-reencoded' | 'stand-in' over the runs' sidecars (what the artifact's own sidecar
+    will say)."""
     from fedrepro.provenance.sidecar import inherited_data_status
 
     return inherited_data_status([Path(root) / f for f in run_files])
@@ -129,6 +130,11 @@ class Artifact:
     def stand_in(self) -> bool:
         return any(v == "stand-in" for v in self.data_status.values())
 
+    @property
+    def reencoded(self) -> bool:
+        """Made from real images through a lossy codec (a JPEG copy of CIFAR-10): judged, with a lighter mark."""
+        return any(v == "real-reencoded" for v in self.data_status.values())
+
     # ---- writing ------------------------------------------------------------------------------------
     def write_data(self, frame) -> None:
         """The numbers the artifact shows (claims are computed from this CSV)."""
@@ -137,7 +143,8 @@ class Artifact:
         write_csv(self.outputs["csv"], frame)
 
     def save_figure(self, fig) -> None:
-        """PDF + PNG, with the stand-in watermark when any input is a stand-in.
+        """PDF + PNG, with the stand-in watermark when any input is a stand-in (else a lighter re-encoded mark when
+        any input is a lossy copy of the real images).
 
         The figure is closed afterwards: the notebook shows it once, as the value the artifact function returns
         (the inline backend would otherwise also draw every open figure at the end of the cell)."""
@@ -145,13 +152,99 @@ class Artifact:
 
         from fedrepro.plotting import save_figure
 
-        save_figure(fig, self.outputs["pdf"], self.outputs["png"], stand_in=self.stand_in)
+        save_figure(fig, self.outputs["pdf"], self.outputs["png"], stand_in=self.stand_in, reencoded=self.reencoded)
         plt.close(fig)
 
     def write_markdown(self, text: str) -> None:
         from fedrepro.io import write_text
 
         write_text(self.outputs["md"], text.rstrip("\n") + "\n")
+
+    # ---- paper vs ours ------------------------------------------------------------------------------
+    def judge(self):
+        """The artifact's claims judged on the CSV it wrote, by the claims job's own code, so the notebook and
+        the scorecard can never disagree (one row per claim number and configuration, scorecard columns)."""
+        import pandas as pd
+
+        from fedrepro.scorecard.evaluate import artifact_configurations, evaluate_claims
+
+        csv = self.root / self.outputs["csv"]
+        data = pd.read_csv(csv) if csv.exists() else None
+        return evaluate_claims(self.claims(), data, paper=self.paper, artifact=self.name, scale=self.scale,
+                               data_status=self.data_status,
+                               configurations=artifact_configurations(self.registry, self.paper, self.name, self.scale))
+
+    def assumptions(self) -> dict:
+        """The paper's registered assumptions (`assumptions:` of the registry): id -> entry."""
+        return self.registry.assumptions(self.paper)
+
+    def paper_vs_ours(self):
+        """The notebook's closing section: each claim's paper value, ours, band and verdict, and for each failure
+        the recorded reason (the claim's detail, the configuration, the assumptions it depends on, the artifact's
+        `differs:` notes).  Call it after the artifact function has written the CSV."""
+        from IPython.display import Markdown
+
+        return Markdown(paper_vs_ours_markdown(self.judge(), scale=self.scale, assumptions=self.assumptions(),
+                                               differs=list(self.params.get("differs") or [])))
+
+
+FAILED = ("not-reproduced", "reproduced-qualitatively", "not-run")
+
+
+def claim_base(claim_id: str) -> str:
+    """'C5.1[n1=100,...,phase1]' -> 'C5.1': the registry claim a scorecard row belongs to."""
+    return claim_id.split("[", 1)[0]
+
+
+def claim_assumptions(assumptions: dict, claim_id: str, configuration: str) -> list[str]:
+    """The assumptions a claim depends on: those whose `claims:` name it; one without `claims:` touches every
+    claim judged under its configurations."""
+    base = claim_base(claim_id)
+    return [a for a, entry in assumptions.items()
+            if (base in entry["claims"] if entry.get("claims") else
+                any(configuration in configs for configs in entry["alternatives"].values()))]
+
+
+def paper_vs_ours_markdown(table, *, scale: str, assumptions: dict | None = None, differs: list[str] | None = None,
+                           shown_rows: int = 3) -> str:
+    """Markdown of 'Paper vs ours' from scorecard rows (`fedrepro.scorecard.evaluate.evaluate_claims`)."""
+    from fedrepro.plotting.tables import markdown_table
+
+    assumptions, differs = assumptions or {}, differs or []
+    out = ["### Paper vs ours", ""]
+    if table.empty:
+        return "\n".join(out + ["This artifact has no registered claims."]) + "\n"
+    counts = ", ".join(f"{n} {v}" for v, n in table["verdict"].value_counts().items())
+    out += [f"The scorecard's verdicts at scale `{scale}` ({counts}), computed from the CSV this notebook just wrote "
+            "by the claims job's own code (`fedrepro.scorecard.evaluate`).", ""]
+    shown = table.assign(why=[d if v != "reproduced" else "" for v, d in zip(table["verdict"], table["detail"])])
+    shown = shown[["claim", "configuration", "paper_value", "our_value", "band", "verdict", "why"]]
+    out += [markdown_table(shown.rename(columns={"paper_value": "paper", "our_value": "ours"})), ""]
+    failed = table[table["verdict"].isin(FAILED)]
+    if failed.empty and not differs:
+        return "\n".join(out) + "\n"
+    if not failed.empty:
+        out += ["#### Claims that miss the paper, and why", ""]
+        groups = failed.assign(base=failed["claim"].map(claim_base)).groupby(["base", "configuration"], sort=False)
+        for (base, config), rows in groups:
+            total = int(((table["claim"].map(claim_base) == base) & (table["configuration"] == config)).sum())
+            head = f"- **{base}** (configuration `{config}`"
+            head += f", {len(rows)} of {total} numbers)" if total > 1 else ")"
+            details = [f"`{r.claim}` {r.verdict}: {r.detail}" if total > 1 else f"{r.verdict}: {r.detail}"
+                       for r in rows.head(shown_rows).itertuples()]
+            more = [f"… and {len(rows) - shown_rows} more"] if len(rows) > shown_rows else []
+            out.append(f"{head}: {rows['statement'].iloc[0]}")
+            out += [f"  - {d}" for d in details + more]
+            for a in claim_assumptions(assumptions, base, config):
+                entry = assumptions[a]
+                alts = "; ".join(f"{alt}: {', '.join(f'`{c}`' for c in configs)}"
+                                 for alt, configs in entry["alternatives"].items())
+                out.append(f"  - depends on assumption **{a}** ({entry['statement']}; alternatives: {alts})")
+        out.append("")
+    if differs:
+        out += ["#### Recorded reasons (the registry's `differs:` for this artifact)", "",
+                *(f"- {r}" for r in differs), ""]
+    return "\n".join(out) + "\n"
 
 
 def open_artifact(paper: str, artifact: str, *, root=None, scale: str = "quick", configuration: str = "calibrated",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedrepro.config import SCALES, ConfigError, deep_merge, load_yaml, validate
+from fedrepro.paramspec import check_parameters
 
 OUTPUT_SUFFIXES = {"table": (".csv", ".md"), "figure": (".csv", ".pdf", ".png")}
 ARTIFACT_DIRS = {"table": "tables", "figure": "figures"}
@@ -30,7 +31,7 @@ class Registry:
 
     # ---- loading -------------------------------------------------------------------------
     @classmethod
-    def load(cls, root: str | Path = ".", check: bool = True) -> "Registry":
+    def load(cls, root: str | Path = ".", check: bool = True) -> Registry:
         """Read every config/papers/*.yaml; `check=False` skips schema and cross-checks (the workflow has already
         made them when a notebook or a job reads the registry again)."""
         root = Path(root)
@@ -44,7 +45,11 @@ class Registry:
                 if reg["paper"] != path.stem:
                     raise ConfigError(f"{where}: key 'paper' is {reg['paper']!r} but the file is named {path.stem}.yaml")
                 _cross_check(reg, root, where)
+                check_parameters(reg, root, where)  # each experiment's parameters against its runner's PARAMETERS
+                _check_assumptions(reg, where)
             papers[reg["paper"]] = reg
+        if check:
+            _check_assumption_ids_unique(papers)
         return cls(root=root, papers=papers)
 
     # ---- experiments ---------------------------------------------------------------------
@@ -66,6 +71,11 @@ class Registry:
                               f"allowed: {', '.join(e['configurations'])}")
         scale_params = (e["scales"].get(scale) or {}).get("params") or {}
         return deep_merge(e["configurations"][configuration], scale_params)
+
+    def configuration_names(self) -> set[str]:
+        """Every named configuration: those experiments run, and those an artifact derives from its runs
+        (`parameters: derived:`, e.g. thesis Fig. 3.4's data splits)."""
+        return {c for r in self.papers.values() for c in _configurations(r)}
 
     def run_spec(self, paper: str, exp: str, scale: str) -> dict:
         """How the run job of an experiment executes at a scale: runner, inputs, threads, resources, alone."""
@@ -135,6 +145,11 @@ class Registry:
                         return paper, a
         known = ", ".join(f"{p}:{a}" for p, a, _ in self.artifacts())
         raise ConfigError(f"unknown artifact {ident!r}; known artifacts: {known or '(none)'}")
+
+    # ---- assumptions ---------------------------------------------------------------------
+    def assumptions(self, paper: str) -> dict:
+        """id -> {statement, alternatives: {alternative: [configuration, ...]}, claims?} (may be empty)."""
+        return dict(self.papers[paper].get("assumptions") or {})
 
     # ---- claims --------------------------------------------------------------------------
     def claims(self, paper: str, artifact: str | None = None) -> list[dict]:
@@ -214,6 +229,42 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
                 if len(row) != width:
                     raise ConfigError(f"{where}: claim {c['id']}: paper_table row {row} has {len(row)} numbers, "
                                       f"expected {width} ({', '.join(c['keys'] + c['columns'])})")
+
+
+def _configurations(reg: dict) -> set[str]:
+    named = {c for e in reg["experiments"].values() for c in e["configurations"]}
+    return named | {c for a in reg["artifacts"].values() for c in ((a.get("parameters") or {}).get("derived") or {})}
+
+
+def _check_assumptions(reg: dict, where: str) -> None:
+    """Each alternative names configurations some experiment of this paper has (or an artifact derives from its
+    runs: `parameters: derived: {configuration: ...}`, e.g. thesis Fig. 3.4); each listed claim exists."""
+    configurations = _configurations(reg)
+    claim_ids = {c["id"] for c in reg["claims"]}
+    for aid, entry in (reg.get("assumptions") or {}).items():
+        for alternative, configs in entry["alternatives"].items():
+            for c in configs:
+                if c not in configurations:
+                    raise ConfigError(f"{where}: assumptions.{aid}.alternatives.{alternative} names configuration {c!r}, "
+                                      f"which no experiment of this paper has; configurations: {', '.join(sorted(configurations))}")
+        for c in entry.get("claims") or []:
+            if c not in claim_ids:
+                import difflib
+
+                close = difflib.get_close_matches(c, claim_ids, n=3)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise ConfigError(f"{where}: assumptions.{aid}.claims names {c!r}, which is no claim id of this paper{hint}")
+
+
+def _check_assumption_ids_unique(papers: dict) -> None:
+    """Assumption ids are namespaced (gcca:A-10, ch5:A-T1) so that one id means one thing across all papers."""
+    seen: dict[str, str] = {}
+    for paper, reg in papers.items():
+        for aid in reg.get("assumptions") or {}:
+            if aid in seen:
+                raise ConfigError(f"assumption id {aid!r} is in config/papers/{seen[aid]}.yaml and "
+                                  f"config/papers/{paper}.yaml; namespace it by paper or chapter")
+            seen[aid] = paper
 
 
 __all__ = ["Registry", "SCALES"]

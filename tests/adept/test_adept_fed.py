@@ -37,3 +37,50 @@ def test_unet_shape_and_parameter_count():
     net = BasicUNet(1, (32, 64, 64))
     assert sum(p.numel() for p in net.parameters()) == 309_057
     assert net(torch.rand(2, 1, 28, 28)).shape == (2, 1, 28, 28)
+
+
+def _frozen_adept(sigma_grad: str, round_iters, epochs: int, lam: float = 0.1):
+    """ADEPT on one client with the models' learning rates at 0: theta and mu stay put, only sigma moves."""
+    rng = np.random.default_rng(0)
+    data = ClientData([rng.random((6, 4)).astype(np.float32)])
+    base, theta = stacked_init(lambda: LinearAE(4, 2), 1, 0, False)
+    mu0 = {k: v[:1].clone() for k, v in stacked_init(lambda: LinearAE(4, 2), 1, 7, True)[1].items()}
+    delta = {k: (mu0[k] - theta[k]).clone() for k in theta}
+    cfg = FedConfig(method="adept", epochs=epochs, tau=1, lr=0.0, lr_global=0.0, lr_sigma=1e-3, sigma0=0.4,
+                    lazy_epochs=0, lambda_reg=lam, sigma_clip=1e9, round_iters=round_iters, sigma_grad=sigma_grad)
+    _, _, sigma = train(base, theta, recon_loss(client_forward(base)), lambda e: iter([(data.x, data.mask())]), cfg,
+                        mu0=mu0)
+    return sigma, delta
+
+
+def test_sigma_steps_of_the_authors_schedule():
+    """Steps at iterations 0 and R = 3.  The first applies the gradient of that iteration alone; the second the sum
+    over the R iterations since: (1 + lambda) dR/dsigma each (two backward passes reach sigma in the authors'
+    code), i.e. R (1 + lambda) times the fresh gradient (theta and mu are frozen, so the gradient is constant)."""
+    def grad(s, dl):
+        return 1 / s - (2e-6 + dl ** 2) / s ** 3
+
+    for mode, factor in (("accumulated", 3 * 1.1), ("fresh", 1.0)):
+        sigma, delta = _frozen_adept(mode, round_iters=3, epochs=5)
+        for k, dl in delta.items():
+            s1 = 0.4 - 1e-3 * grad(torch.tensor(0.4), dl)
+            s2 = s1 - 1e-3 * factor * grad(s1, dl)
+            assert torch.allclose(sigma[k], s2.clamp(1e-3, 1e2), rtol=1e-5, atol=1e-7), (mode, k)
+
+
+def test_round_iters_equal_to_tau_is_the_per_epoch_schedule():
+    """Counting the communication period in iterations (round_iters = tau) changes nothing when an epoch holds tau
+    batches: the same sigma steps, the same averaging."""
+    rng = np.random.default_rng(1)
+    xs = [rng.random((8, 6)).astype(np.float32) for _ in range(3)]
+    out = []
+    for r in (None, 2):
+        base, theta = stacked_init(lambda: LinearAE(6, 2), 3, 0, False)
+        data = ClientData(xs)
+        cfg = FedConfig(method="adept", epochs=4, tau=2, lazy_epochs=1, round_iters=r)
+        _, mu, sigma = train(base, theta, recon_loss(client_forward(base)),
+                             lambda e: data.epoch_batches(2, np.random.default_rng(e)), cfg)
+        out.append((theta, mu, sigma))
+    for a, b in zip(out[0], out[1]):
+        for k in a:
+            assert torch.equal(a[k], b[k]), k

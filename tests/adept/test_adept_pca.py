@@ -41,3 +41,20 @@ def test_sigma_to_zero_is_global_training():
     local = error_ratio(top_r(prob.s, 5), prob)
     ours = error_ratio(u, prob)
     assert abs(ours - glob) < 0.05 * glob, (ours, glob, local)
+
+
+def test_learned_sigma_is_capped_by_sqrt_r_over_dtheta():
+    """adept:A-dtheta.  On the Stiefel manifold d^2(V, U) = ||P_T_V(U)||^2 <= ||U||^2 = r, so the sigma step keeps
+    pushing sigma down while sigma^2 > (2 xi + r) / d_theta: with d_theta = d r the learned sigma cannot pass
+    1/sqrt(d) whatever the true heterogeneity; with d_theta = d it can, and does at sigma* = 0.5."""
+    rng = np.random.default_rng(3)
+    v = haar(30, 5, rng)
+    u = np.stack([haar(30, 5, rng) for _ in range(50)])
+    assert np.sum(proj_tangent(v[None], u) ** 2, axis=(-2, -1)).max() <= 5 + 1e-9
+    prob, v0 = _prob(sigma_star=0.5)
+    caps = {}
+    for mode, dtheta in (("d*r", 30 * 5), ("d", 30)):
+        _, _, sigma = adept_pca(prob, v0, T=400, lazy=20, sigma0=1.0, dtheta_mode=mode)
+        caps[mode] = sigma
+        assert sigma <= np.sqrt((2e-6 + 5) / dtheta) + 1e-2          # one sigma step (eta3 * clip) of slack
+    assert caps["d"] > 1.5 * np.sqrt(5 / (30 * 5))                    # d_theta = d learns past the d r cap

@@ -18,6 +18,7 @@ import pytest
 from scipy.stats import norm
 
 from fedrepro.comm import get_compressor, realized_delta
+from fedrepro.comm.cvfl_quantizers import a2_scale
 from fedrepro.comm.lattice import (
     A2_NORMALIZED_SECOND_MOMENT,
     a2_cell_area,
@@ -25,7 +26,6 @@ from fedrepro.comm.lattice import (
     a2_nearest,
     a2_nearest_conway_sloane,
 )
-from fedrepro.comm.cvfl_quantizers import a2_scale
 
 ALPHA = 1e-6
 

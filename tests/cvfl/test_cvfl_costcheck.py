@@ -3,8 +3,8 @@ formula, its claims get the expected verdicts, and a perturbed formula or time m
 
 import pandas as pd
 import pytest
-
 from conftest import REPO
+
 from fedrepro.comm import conventions
 from fedrepro.cvfl import simulator, summaries
 from fedrepro.cvfl.costcheck import cost_check

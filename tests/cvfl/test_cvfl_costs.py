@@ -6,8 +6,8 @@ function behind the cost-check artifact (fedrepro.cvfl.costcheck, tests/cvfl/tes
 
 import numpy as np
 import pytest
-
 from conftest import REPO
+
 from fedrepro.cvfl.costcheck import cost_check
 from fedrepro.cvfl.simulator import CvflConfig, run_epoch_bits
 from fedrepro.cvfl.summaries import simulated_time_s

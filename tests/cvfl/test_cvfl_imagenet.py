@@ -133,7 +133,7 @@ def test_loader_workers_do_not_change_the_batches(folder):
 def test_imagenet_parties_and_server_init():
     net = StackedResNet18(2, 128, stem="imagenet")
     assert net(torch.randn(2, 2, 3, 32, 32)).shape == (2, 2, 128)
-    assert net.params["conv1__weight"].shape == (2, 64, 3, 7, 7)        # torchvision's ImageNet stem
+    assert net.nets[0].conv1.weight.shape == (64, 3, 7, 7)              # torchvision's ImageNet stem
     with pytest.raises(ValueError, match="stem"):
         StackedResNet18(4, 16, stem="mnist")
     tr = CvflTrainer(CvflConfig(M=4, server_init="normal"), StackedMLP(4, 3, 4, 128), 128, 100, seed=0)

@@ -7,12 +7,11 @@ import threading
 import time
 
 import pytest
+from loopback import Behaviour, LoopbackServer, fast_policy, free_port, md5, server, sha256, url_dataset  # noqa: F401 (fixtures)
 
 from fedrepro.data.acquire import acquire
 from fedrepro.data.download import DownloadError, HttpPolicy, http_download
 from fedrepro.data.verify import read_pins
-
-from loopback import Behaviour, LoopbackServer, fast_policy, free_port, md5, server, sha256, url_dataset  # noqa: F401 (fixtures)
 
 PAYLOAD = bytes(range(256)) * 4096          # 1 MiB
 

@@ -12,8 +12,16 @@ import numpy as np
 import pytest
 
 from fedrepro.data.extract import deb_members
-from fedrepro.data.formats import (idx_images_bytes, idx_labels_bytes, load_npz, pack_strings, read_idx, safe_unpickle,
-                                   save_npz, unpack_strings)
+from fedrepro.data.formats import (
+    idx_images_bytes,
+    idx_labels_bytes,
+    load_npz,
+    pack_strings,
+    read_idx,
+    safe_unpickle,
+    save_npz,
+    unpack_strings,
+)
 from fedrepro.data.verify import ChecksumMismatch
 
 

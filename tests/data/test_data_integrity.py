@@ -14,14 +14,13 @@ import zipfile
 
 import numpy as np
 import pytest
+from loopback import fast_policy, server, sha256, url_dataset  # noqa: F401 (fixtures)
 
 from fedrepro.data.acquire import FETCH_PREFIX, acquire, fetch_workdir, raw_inputs
 from fedrepro.data.download import DownloadError, HttpPolicy, http_download
 from fedrepro.data.formats import idx_images_bytes, idx_labels_bytes, load_npz
 from fedrepro.data.prepare import RawFileChanged, prepare
 from fedrepro.data.verify import format_problem, read_pins
-
-from loopback import fast_policy, server, sha256, url_dataset  # noqa: F401 (fixtures)
 
 
 def _tgz(n_members: int = 4) -> bytes:

@@ -12,6 +12,7 @@ import copy
 import shutil
 
 import pytest
+from loopback import REPO
 
 from fedrepro.data import sources
 from fedrepro.data.acquire import acquire
@@ -20,12 +21,10 @@ from fedrepro.data.registry import Dataset, load_registry
 from fedrepro.data.sources import SourceError
 from fedrepro.data.verify import check
 
-from loopback import REPO
-
 pytestmark = pytest.mark.network
 
 
-def cached_artifact(ds_name: str, kind: str) -> tuple[Dataset, dict, "object"]:
+def cached_artifact(ds_name: str, kind: str) -> tuple[Dataset, dict, object]:
     ds = load_registry(REPO)[ds_name]
     src = next(s for s in ds.sources if s["kind"] == kind)
     cache = REPO / "results" / "downloads" / ds_name / "registry"

@@ -146,8 +146,8 @@ def test_europarl_alignment(tmp_path):
             add(tar, f"europarl-v7.{lang}-en.en", "\n".join(en).encode())
             add(tar, f"europarl-v7.{lang}-en.{lang}", "\n".join(xx).encode())
         files[path.name] = path
-    from fedrepro.data.loaders import load_parallel_text
     from fedrepro.data.formats import save_npz
+    from fedrepro.data.loaders import load_parallel_text
 
     out = align_europarl(files, ["en", "de", "fr"], n_train=1, n_test=1)
     save_npz(tmp_path / "e.npz", out)

@@ -6,12 +6,11 @@ import copy
 import hashlib
 
 import pytest
+from loopback import REPO
 
 from fedrepro.config import ConfigError, load_yaml, validate
 from fedrepro.data.acquire import acquire, credential_message, unavailable_message
 from fedrepro.data.registry import load_registry
-
-from loopback import REPO
 
 WORKS_DATASETS = {"mnist", "fashion_mnist", "cifar10", "modelnet10", "mimic3_ihm", "imagenet", "imagenet100",
                   "europarl", "desynpuf"}

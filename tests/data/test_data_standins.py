@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from loopback import REPO
 
 from fedrepro.data import standins as st
 from fedrepro.data.acquire import DataUnavailable
@@ -11,8 +12,6 @@ from fedrepro.data.formats import load_npz
 from fedrepro.data.loaders import load_image_index, load_images, load_parallel_text
 from fedrepro.data.prepare import prepare
 from fedrepro.data.registry import load_registry
-
-from loopback import REPO
 
 UNAVAILABLE = {"status": "unavailable", "files": {}, "missing": ["x"], "attempts": [{"source": "s", "file": "x", "error": "offline"}]}
 

@@ -10,11 +10,24 @@ import torch
 from PIL import Image
 
 from fedrepro.data import load_registry
-from fedrepro.data.imagefolder import (TRAIN, VAL, EpochBatchSampler, ImageFiles, ImageTransform, NodeBatchSampler,
-                                       QuadrantImages, SequentialBatches, center_crop_box, make_loader,
-                                       node_batches, quadrants, random_resized_crop_box)
+from fedrepro.data.imagefolder import (
+    TRAIN,
+    VAL,
+    EpochBatchSampler,
+    ImageFiles,
+    ImageTransform,
+    NodeBatchSampler,
+    QuadrantImages,
+    SequentialBatches,
+    center_crop_box,
+    make_loader,
+    node_batches,
+    quadrants,
+    random_resized_crop_box,
+)
 from fedrepro.data.loaders import ImageIndex, load_image_index
 from fedrepro.data.prepare import prepare
+from fedrepro.provenance.hashing import sha256_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,8 +87,10 @@ def imagenet100_from_archives(tmp_path_factory):
     keep = list(ds.prepare["classes"][:3])
     tmp = tmp_path_factory.mktemp("ilsvrc")
     colour = fake_ilsvrc(tmp, keep + ["n99999999"])
-    files = {n: {"path": str(tmp / n), "source": "user-folder"} for n in
-             ("ILSVRC2012_img_train.tar", "ILSVRC2012_img_val.tar", "ILSVRC2012_devkit_t12.tar.gz")}
+    # a manifest as acquire() records it: prepare re-checks size and sha256 before trusting the bytes
+    files = {n: {"path": str(tmp / n), "source": "user-folder", "size": (tmp / n).stat().st_size,
+                 "sha256": sha256_file(tmp / n)}
+             for n in ("ILSVRC2012_img_train.tar", "ILSVRC2012_img_val.tar", "ILSVRC2012_devkit_t12.tar.gz")}
     out = tmp / "prepared"
     res = prepare(ds, {"status": "real", "files": files, "location": str(tmp)}, out)
     return load_image_index(res.outputs[0]), colour, ds.prepare["classes"]

@@ -69,9 +69,18 @@ def _has_data_in_view(ax, artist) -> bool:
                  & (xy[:, 1] >= box.y0 - 0.5) & (xy[:, 1] <= box.y1 + 0.5)).any())
 
 
+def _render(fig):
+    """Lay the figure out and draw it (on an Agg canvas: Artifact.save_figure has closed it); the renderer."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
 def legend_entries_without_data(fig) -> list[str]:
     """Legend labels (of axes or figure legends) whose artists draw nothing inside their axes' plotted range."""
-    fig.canvas.draw()
+    _render(fig)
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
     labelled = [(ax, a) for ax in fig.axes for a in [*ax.lines, *ax.containers, *ax.collections]]
     missing = []
@@ -96,8 +105,7 @@ def _drawn_tick_labels(axis):
 
 def overlapping_tick_labels(fig) -> list[tuple[str, str]]:
     """Pairs of visible tick labels (of any axes of the figure) whose drawn boxes overlap (issue 15: none allowed)."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    renderer = _render(fig)
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
              for t in _drawn_tick_labels(axis)]
     return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:]
@@ -373,11 +381,11 @@ def test_every_gcca_artifact_has_a_percent_notebook(registry):
 # ---- Fig. 2: the compression operation, from a run of the project's own quantizer ---------------------------------
 
 def test_fig2_draws_the_quantizer_it_describes(tmp_path, registry):
-    from fedrepro.gcca.compression_illustration import run
+    from fedrepro.gcca.compression_illustration import illustrate
     from fedrepro.notebook import Artifact
 
     p = {"seed": 0, "J": 6, "K": 4, "q": 3, "draws": 4000}
-    runs = _write_runs(tmp_path, "compression", {"as-stated": run("compression", p)})
+    runs = _write_runs(tmp_path, "compression", {"as-stated": illustrate("compression", p)})
     # built by hand: the registry lists fig2 once its experiment `compression` exists
     entry = {"label": "Fig. 2", "kind": "figure", "caption": "", "experiments": ["compression"], "scales": [SCALE]}
     outputs = {s: str(tmp_path / "out" / f"fig2.{s}") for s in ("csv", "pdf", "png")}
@@ -397,7 +405,20 @@ def test_fig2_draws_the_quantizer_it_describes(tmp_path, registry):
     assert (np.rint(entries.level * S) - entries.p).isin([0, 1]).all()
     sd = np.sqrt(entries.frac * (1 - entries.frac) / p["draws"]).clip(lower=1e-3)
     assert ((entries.up_rate - entries.frac).abs() <= 5 * sd).all()
+    assert (entries.z.abs() <= 5).all()  # the column a claim on eq. (18) would read
     hist = data.query("kind == 'histogram'")
     assert hist["count"].sum() == p["draws"] * p["J"] * p["K"]
     assert np.isclose(hist.level * S, np.rint(hist.level * S)).all()
     _check_figure(art, fig)
+
+
+def test_fig2_runner_follows_the_run_contract(tmp_path):
+    from fedrepro.gcca.compression_illustration import illustrate, run
+    from fedrepro.pipeline import RunContext
+
+    p = {"seed": 3, "J": 3, "K": 2, "q": 4, "draws": 50}
+    ctx = RunContext(paper="gcca", experiment="compression", configuration="as-stated", scale=SCALE, params=p,
+                     inputs={}, output=str(tmp_path / "as-stated.csv"))
+    result = run(ctx)
+    pd.testing.assert_frame_equal(result.rows, illustrate("compression", p))
+    assert result.seeds == [3] and result.data == {"gcca-compression-synthetic": "real"}

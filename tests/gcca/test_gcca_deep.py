@@ -3,8 +3,9 @@
 import numpy as np
 import torch
 
-from fedrepro.gcca import EngineConfig, dense_views, mvlsa, run_maxvar
+from fedrepro.gcca import EngineConfig, dense_views, run_maxvar
 from fedrepro.gcca.deep import DeepConfig, StackedBatchNorm, StackedMLP, run_deep
+from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.runtime import rng_stream
 
 

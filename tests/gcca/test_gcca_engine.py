@@ -6,8 +6,18 @@ import scipy.sparse as sp
 from scipy.linalg import subspace_angles
 
 from fedrepro.comm.conventions import gcca_bpv, gcca_cr
-from fedrepro.gcca import (DenseViews, EngineConfig, SparseViews, dense_views, maxvar_objective, mvlsa, optimum, polar,
-                           run_maxvar, sparse_views)
+from fedrepro.gcca import (
+    DenseViews,
+    EngineConfig,
+    SparseViews,
+    dense_views,
+    maxvar_objective,
+    polar,
+    run_maxvar,
+    sparse_views,
+)
+from fedrepro.gcca.mvlsa import mvlsa
+from fedrepro.gcca.optimum import optimum
 from fedrepro.runtime import rng_stream
 
 

@@ -10,7 +10,7 @@ from fedrepro.comm.conventions import thesis_bits_from_ledger, thesis_ch4_cumula
 from fedrepro.mtl.algorithms import log_grid, run_scheme
 from fedrepro.mtl.experiments import build_instance, crossing, make_compressor
 from fedrepro.mtl.graph import Graph, erdos_renyi_connected
-from fedrepro.mtl.problems import LogisticProblem, QCQPProblem, constraint_gradient, edge_values, make_logistic
+from fedrepro.mtl.problems import QCQPProblem, constraint_gradient, edge_values, make_logistic
 from fedrepro.mtl.projection import project_ball, project_shrunk
 from fedrepro.mtl.reference import kkt_residuals, qcqp_optimum, solve_reference
 from fedrepro.mtl.zeroth_order import sphere_directions, two_point_estimate

@@ -6,18 +6,39 @@ from snakemake.exceptions import WorkflowError
 from fedrepro.codedeps import closure_relpaths
 from fedrepro.config import ConfigError, resolve_config
 from fedrepro.data.registry import load_registry
+from fedrepro.plugins import PluginError, import_plugins
 from fedrepro.registry import Registry
 from fedrepro.scorecard.expressions import validate_claim_expressions
 
 try:
     _resolved = resolve_config(config, workflow.config_settings.overwrite_config, ROOT)
+    # user compressors register themselves on import, before the registry's names are checked (docs/comm.md)
+    import_plugins(_resolved.get("comm", {}).get("plugins"), root=ROOT)
     REGISTRY = Registry.load(ROOT)
-    validate_claim_expressions(REGISTRY)  # a typo in a claim stops the run here, with file, id and suggestion
-except ConfigError as exc:
+    validate_claim_expressions(
+        REGISTRY
+    )  # a typo in a claim stops the run here, with file, id and suggestion
+except (ConfigError, PluginError) as exc:
     raise WorkflowError(f"fedrepro configuration error:\n{exc}") from None
 config.clear()
 config.update(_resolved)
 SCALE = config["scale"]
+_CONFIGURATIONS = sorted(REGISTRY.configuration_names())
+if config["configuration"] not in _CONFIGURATIONS:
+    import difflib
+
+    _close = difflib.get_close_matches(config["configuration"], _CONFIGURATIONS, n=3)
+    raise WorkflowError(
+        f"fedrepro configuration error:\nconfiguration: {config['configuration']!r} is defined by no experiment in "
+        f"config/papers/*.yaml"
+        + (f"; did you mean {', '.join(_close)}?" if _close else "")
+        + f"\nDefined configurations: {', '.join(_CONFIGURATIONS)}"
+    )
+# plugin files are code of every run (a changed compressor reruns the runs); plugin modules of installed
+# packages are not tracked
+PLUGIN_FILES = [
+    p for p in config.get("comm", {}).get("plugins") or [] if str(p).endswith(".py")
+]
 PAPERS = ("gcca", "cvfl", "thesis", "adept")
 
 # A wall-clock run (registry `alone: true`) takes every `machine` slot, so no other job runs beside it; every
@@ -106,6 +127,14 @@ def _credential(name):
     return (config["data"].get("credentials") or {}).get(cred["key"]) if cred else None
 
 
+def _image_sets(name):
+    """{"images": the configured paths of a dataset's image-folder sources (data.images.<key>)}; {} without one
+    (so the fetch parameters of the other datasets stay as they were)."""
+    keys = [s["key"] for s in DATASETS[name].sources if s["kind"] == "imagefolder"]
+    images = config["data"].get("images") or {}
+    return {"images": {k: images.get(k) for k in keys}} if keys else {}
+
+
 # ---- runs (registry experiments) ------------------------------------------------------------------------
 def run_spec(wc):
     return REGISTRY.run_spec(wc.paper, wc.experiment, wc.scale)
@@ -117,6 +146,7 @@ def run_inputs(wc):
         "code": code(
             "workflow/scripts/run.py", modules=(spec["runner"].partition(":")[0],)
         )
+        + PLUGIN_FILES
     }
     if spec["dataset"]:
         inputs["data"] = prepared(spec["dataset"])
@@ -128,6 +158,17 @@ def run_inputs(wc):
 
 def run_resource(key, default=None):
     return lambda wc: run_spec(wc)["resources"].get(key, default)
+
+
+def slurm_partition(wc):
+    """GPU runs go to config `cluster.gpu_partition` on SLURM; "" leaves every other job on the default partition."""
+    gpu = run_spec(wc)["resources"].get("gpu", 0)
+    return (config.get("cluster") or {}).get("gpu_partition", "") if gpu else ""
+
+
+def slurm_extra(wc):
+    """A wall-clock run (`alone`) gets a node of its own on SLURM, as it gets the machine locally."""
+    return "--exclusive" if run_spec(wc)["alone"] else ""
 
 
 # ---- renders (registry artifacts) -----------------------------------------------------------------------

@@ -38,6 +38,7 @@ rule data_fetch:
             "sources": DATASETS[wc.dataset].sources,
             "on_missing": config["data"]["on_missing"],
             "credential": _credential(wc.dataset),
+            **_image_sets(wc.dataset),
         },
     script:
         "../scripts/data_fetch.py"

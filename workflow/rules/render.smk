@@ -118,7 +118,7 @@ rule claims_artifact:
 
 
 rule scorecard:
-    """results/<scale>/claims.{csv,md} and the index page of every artifact."""
+    """results/<scale>/claims.{csv,md}, each paper's assumption tables and the landing page index.html."""
     input:
         claims=lambda wc: [
             REGISTRY.claims_file(p, a, wc.scale)
@@ -135,10 +135,20 @@ rule scorecard:
         csv="results/{scale}/claims.csv",
         md="results/{scale}/claims.md",
         html="results/{scale}/index.html",
+        assumptions=[
+            f"results/{{scale}}/{p}/tables/assumptions.{x}"
+            for p in PAPERS
+            for x in ("csv", "md")
+        ],
         provs=[
             "results/{scale}/claims.csv.prov.json",
             "results/{scale}/claims.md.prov.json",
             "results/{scale}/index.html.prov.json",
+            *[
+                f"results/{{scale}}/{p}/tables/assumptions.{x}.prov.json"
+                for p in PAPERS
+                for x in ("csv", "md")
+            ],
         ],
     log:
         "results/{scale}/logs/scorecard.log",

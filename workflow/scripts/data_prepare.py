@@ -16,5 +16,7 @@ with rule_run(sm) as run:
                      downloads_dir=Path(sm.input.manifest).parent, policy=HttpPolicy.from_config(sm.config["data"]))
     if result.status == "stand-in":
         run.log.warning("%s is a STAND-IN (%s): %s", ds.name, ds.standin["generator"], ds.standin["differs"])
+    elif result.status != "real":
+        run.log.warning("%s is %s: %s", ds.name, result.status, result.extra.get("image_set", {}).get("note", ""))
     run.sidecars([sm.output.npz], inputs=[sm.input.manifest], config=dict(sm.params.cfg),
                  data={ds.name: result.status}, extra=result.extra)

@@ -4,6 +4,7 @@ import time
 
 from fedrepro.io import write_csv
 from fedrepro.pipeline import RunContext, load_runner, rule_run
+from fedrepro.plugins import import_plugins
 from fedrepro.runtime import limit_threads
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
@@ -12,6 +13,7 @@ with rule_run(sm, inputs=sm.input) as run:
     if spec["alone"]:  # wall-clock runs: one BLAS thread, and (resource `alone`) no other job beside them
         limit_threads(1)
     inputs = {k: v for k, v in sm.input.items() if k != "code"}
+    import_plugins(sm.config.get("comm", {}).get("plugins"))  # user compressors (config comm.plugins) register themselves
     ctx = RunContext(paper=sm.wildcards.paper, experiment=sm.wildcards.experiment,
                      configuration=sm.wildcards.configuration, scale=sm.wildcards.scale, params=dict(sm.params.cfg),
                      inputs=inputs, output=sm.output.csv, threads=1 if spec["alone"] else sm.threads,

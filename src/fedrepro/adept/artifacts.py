@@ -42,23 +42,39 @@ def fig2_data(runs: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns=lambda c: c.replace("global", "global_training"))
 
 
-def _plot_fig2(data: pd.DataFrame, configuration: str, title: str, adept_label: str):
+def _plot_fig2(data: pd.DataFrame, configuration: str, title: str, adept_label: str, sigma_caps: dict | None = None):
+    """The shown configuration in full; every other configuration's ADEPT curve and learned sigma dashed beside it.
+
+    sigma_caps: configuration -> sqrt(r / d_theta), the largest sigma the sigma-step can keep (adept:A-dtheta)."""
     import matplotlib.pyplot as plt
 
     d = data[data.configuration == configuration].sort_values("sigma_star")
     x = d["sigma_star"].to_numpy()
     xpos = np.where(x > 0, x, (x[x > 0].min() / 3 if (x > 0).any() else 1e-3))
+    others = [c for c in dict.fromkeys(data.configuration) if c != configuration]
+    several = bool(others)
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [2, 1]})
     for m, mk in (("adept", "o"), ("local", "s"), ("global_training", "^")):
+        name = adept_label if m == "adept" else label(m)
         ax.errorbar(xpos, d[m], yerr=d[m + "_std"], marker=mk, capsize=3, color=color(m),
-                    label=adept_label if m == "adept" else label(m))
+                    label=f"{name} ({configuration})" if several and m == "adept" else name)
+    ax2.plot(xpos, d["sigma_learned"], "o-", color=color("adept"), label=configuration if several else None)
+    for i, c in enumerate(others):
+        o = data[data.configuration == c].sort_values("sigma_star")
+        ls = ("--", "-.", ":")[i % 3]
+        ax.errorbar(xpos, o["adept"], yerr=o["adept_std"], marker="o", mfc="none", ls=ls, capsize=3,
+                    color=color("adept"), label=f"{adept_label} ({c})")
+        ax2.plot(xpos, o["sigma_learned"], marker="o", mfc="none", ls=ls, color=color("adept"), label=c)
+    for c, cap in (sigma_caps or {}).items():
+        if c == configuration or c in others:
+            ax2.axhline(cap, color="grey", lw=0.8, ls="--" if c != configuration else "-")
+            ax2.annotate(rf"$\sqrt{{r/d_\theta}}$, {c}", (xpos[0], cap), fontsize=7, va="bottom", color="grey")
     ax.set(xscale="log", yscale="log", xlabel="true heterogeneity σ* (leftmost point: σ* = 0)",
            ylabel="reconstruction error / true model's", title="error ratio")
-    ax.legend()
-    ax2.plot(xpos, d["sigma_learned"], "o-", color=color("adept"))
+    ax.legend(fontsize=8)
     ax2.plot(xpos, xpos, ":", color="grey", label="σ = σ*")
     ax2.set(xscale="log", yscale="log", xlabel="σ*", ylabel=f"learned σ ({adept_label})", title="learned σ")
-    ax2.legend()
+    ax2.legend(fontsize=7)
     fig.suptitle(title)
     return fig
 
@@ -231,7 +247,15 @@ def fig2(art):
     p = art.run_params("fig2")
     sizes = (f"d = {p['d']}, r = {p['r']}, m = {p['m']}, n = {p['n']}, {p['T']} iterations, "
              f"{p['seeds']} seeds; {art.scale} scale")
-    return _figure(art, _plot_fig2(data, art.shown, f"{art.label} ({sizes})", _method(art, "adept")))
+    caps = {}
+    for c in dict.fromkeys(data.configuration):   # the sigma the Stiefel constraint allows: d^2(V, U) <= r
+        q = art.run_params("fig2", c)
+        caps[c] = float(np.sqrt(q["r"] / (q["d"] * q["r"] if q["dtheta_mode"] == "d*r" else q["d"])))
+    return _figure(art, _plot_fig2(data, art.shown, f"{art.label} ({sizes})", _method(art, "adept"), caps))
+
+
+BASELINE_TEXT = {"frozen": "the true decoder, frozen", "init_only": "local training from the true decoder",
+                 "adept_init": "ADEPT-AE from the true decoder"}
 
 
 def table1(art):
@@ -245,8 +269,22 @@ def table1(art):
         table[f"σ* = {row.sigma_star:g} ({row.snr_db:g} dB)"] = [_cell(art, row, m) for m in methods]
     p = art.run_params("table1")
     sizes = (f"linear AE {p['d']} → {p['latent']} → {p['d']}, {p['m']} clients × {p['n_train']} samples, "
-             f"{p['epochs']} rounds (τ = {p['tau']}); energy captured %, {runs_text(d.n_runs)}.")
-    return _markdown(art, _head(art, sizes) + markdown_table(table))
+             f"{p['epochs']} full-batch iterations, ADEPT communicating every {p.get('round_iters', 1)} "
+             f"iterations (σ gradient: {p.get('sigma_grad', 'fresh')}), Baseline: "
+             f"{BASELINE_TEXT.get(p.get('baseline_decoder', 'frozen'), p.get('baseline_decoder'))}; "
+             f"configuration `{art.shown}`; energy captured %, {runs_text(d.n_runs)}.")
+    # the rows another configuration changes (docs/adept.md: adept:A-sigma-schedule, adept:A-baseline)
+    rows = []
+    for c in [c for c in dict.fromkeys(data.configuration) if c != art.shown]:
+        o = data[data.configuration == c].sort_values("sigma_star", ascending=False)
+        for m in methods:
+            if m in o and m in d and not np.allclose(o[m].to_numpy(), d[m].to_numpy()):
+                rows.append({"Method": f"{_method(art, m)} [{c}]",
+                             **{col: _cell(art, row, m) for col, (_, row) in zip(table.columns[1:], o.iterrows())}})
+    text = _head(art, sizes) + markdown_table(table)
+    if rows:
+        text += "\n\nOther configurations (the rows they change):\n\n" + markdown_table(pd.DataFrame(rows))
+    return _markdown(art, text)
 
 
 def _table2(art):

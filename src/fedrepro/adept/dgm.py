@@ -14,6 +14,21 @@ from fedrepro.adept.fed import ClientData, FedConfig, client_forward, stacked_in
 from fedrepro.metrics.generative import fid_kid, immerkaer_sigma, load_proxy_extractor
 from fedrepro.models.adept_nets import BasicUNet
 
+# What `table3` and `featnet` read (adept.yaml), checked when the registry loads; format: fedrepro/paramspec.py.
+TABLE3_PARAMETERS = {
+    "m": "int>=1", "seeds": "int>=1",
+    "regimes": {"*": "float>0<=1"},         # regime name -> training data ratio
+    "methods": "list[adept|fedavg_ft|local|fedavg]",
+    "widths": "list[int>=1]",               # U-Net channel widths
+    "epochs": "int>=1", "tau": "int>=1", "lr": "float>0", "lr_global": "float>0", "lr_sigma": "float>=0",
+    "sigma0": "float>0", "lazy_epochs": "int>=0", "xi": "float>=0", "ft_epoch": "int>=0",
+    "n_cap?": "int>=1",                     # at most this many training images per client
+    "n_val": "int>=1", "n_real": "int>=1", "n_samples": "int>=1", "sampler_steps": "int>=1",
+    "kid_subsets": "int>=1", "kid_subset_size": "int>=1",
+    "inception_weights_path?": "str",       # '' or a missing file: the proxy feature network
+}
+FEATNET_PARAMETERS = {"n_train": "int>=1", "epochs": "int>=1"}
+
 
 def corrupt(x, gen):
     a = torch.rand(x.shape[:2], generator=gen).reshape(*x.shape[:2], 1, 1, 1)
@@ -42,7 +57,7 @@ def sample(fwd, params, m: int, n: int, steps: int, shape, seed0: int = 0) -> to
 def feature_extractor(p: dict, featnet_path: str):
     path = p.get("inception_weights_path")
     if path and Path(path).exists():
-        from torchmetrics.image.fid import NoTrainInceptionV3   # needs torch-fidelity; paper scale only
+        from torchmetrics.image.fid import NoTrainInceptionV3  # needs torch-fidelity; paper scale only
         return NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
                                   feature_extractor_weights_path=path), "inception-v3 (2048-d)"
     return load_proxy_extractor(featnet_path), "proxy: pipeline-trained MNIST FeatureNet (128-d)"
@@ -151,8 +166,7 @@ def table3(ctx):
     import pandas as pd
 
     from fedrepro.data.loaders import load_images
-    from fedrepro.pipeline import RunResult
-    from fedrepro.pipeline import verified_side_file
+    from fedrepro.pipeline import RunResult, verified_side_file
 
     torch.manual_seed(ctx.seed)
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)

@@ -49,6 +49,21 @@ def mean_bcast(t: dict) -> None:
         v.copy_(v.mean(0, keepdim=True).expand_as(v))
 
 
+def sigma_grad(s: torch.Tensor, delta: torch.Tensor, xi: float) -> torch.Tensor:
+    """d/dsigma of the per-weight regulariser sum_j log s_j + (2 xi + delta_j^2) / (2 s_j^2)."""
+    return 1.0 / s - (2 * xi + delta ** 2) / s ** 3
+
+
+def _average(theta, names, mu, sigma, adept: bool, communicate: bool) -> None:
+    """End of a round: the server averages the global model and sigma (ADEPT) or the models (FedAvg)."""
+    with torch.no_grad():
+        if adept:
+            mean_bcast(mu)
+            mean_bcast(sigma)
+        if communicate:
+            mean_bcast({k: theta[k] for k in names})
+
+
 @dataclass
 class FedConfig:
     method: str                 # adept | local | fedavg | fedavg_ft
@@ -69,6 +84,14 @@ class FedConfig:
     ft_epoch: int = 50          # fedavg_ft: FedAvg until this epoch, then local
     lr_milestone: int | None = None   # epoch at which lr and lr_global are multiplied by 0.1
     frozen: tuple = ()          # parameter names never updated (AE synthetic baseline: the true decoder)
+    # Communication period in iterations; None: one round per epoch (the tau batches `batches(epoch)` yields).
+    # The authors' adept_ae/main.py counts it in iterations (H = 20) whatever an epoch holds: with full-batch
+    # synthetic data (one iteration per epoch) a round then spans 20 epochs (adept:A-sigma-schedule).
+    round_iters: int | None = None
+    # fresh: each sigma step uses the gradient at that iteration (Algorithm 2).  accumulated: the authors' code
+    # never zeroes sigma's gradient between sigma steps, so a step applies the sum, over every iteration since
+    # the last step, of dR/dsigma (its own backward pass) + lambda_reg dR/dsigma (the personal loss's backward).
+    sigma_grad: str = "fresh"
     log: dict = field(default_factory=dict)
 
 
@@ -99,6 +122,11 @@ def train(base, theta: dict, loss_fn, batches, cfg: FedConfig, *, mu0: dict | No
         sigma = {k: torch.full_like(theta[k].detach(), cfg.sigma0) for k in names}
         opt_mu = _optim("adam" if cfg.opt_global == "adam" else "sgd_nomom", list(mu.values()), cfg.lr_global)
     lam = cfg.lambda_reg if torch.is_tensor(cfg.lambda_reg) else torch.full((m,), float(cfg.lambda_reg))
+    if cfg.sigma_grad not in ("fresh", "accumulated"):
+        raise ValueError(f"sigma_grad must be fresh or accumulated, not {cfg.sigma_grad!r}")
+    acc = {k: torch.zeros_like(s) for k, s in sigma.items()} if adept and cfg.sigma_grad == "accumulated" else None
+    period = cfg.round_iters
+    it = 0                      # iterations so far (all epochs)
     for epoch in range(cfg.epochs):
         if cfg.lr_milestone is not None and epoch == cfg.lr_milestone:
             for o in ([opt] + ([opt_mu] if adept else [])):
@@ -106,13 +134,19 @@ def train(base, theta: dict, loss_fn, batches, cfg: FedConfig, *, mu0: dict | No
                     gr["lr"] *= 0.1
         communicate = cfg.method == "fedavg" or (cfg.method == "fedavg_ft" and epoch < cfg.ft_epoch)
         for k_it, batch in enumerate(batches(epoch)):
+            round_start = k_it == 0 if period is None else it % period == 0
             with torch.no_grad():
-                if adept and k_it == 0 and epoch >= cfg.lazy_epochs and cfg.lr_sigma > 0:
+                if acc is not None:      # the sigma backward pass of every iteration (CODE)
+                    for k in names:
+                        acc[k].add_(sigma_grad(sigma[k], mu[k] - theta[k], cfg.xi))
+                if adept and round_start and epoch >= cfg.lazy_epochs and cfg.lr_sigma > 0:
                     for k in names:       # sigma step at the first iteration of the round (modification c)
-                        s, dlt = sigma[k], mu[k] - theta[k]
-                        g = 1.0 / s - (2 * cfg.xi + dlt ** 2) / s ** 3
+                        s = sigma[k]
+                        g = acc[k] if acc is not None else sigma_grad(s, mu[k] - theta[k], cfg.xi)
                         sc = torch.clamp(cfg.sigma_clip / g.abs().flatten(1).amax(1).clamp_min(1e-30), max=1.0)
                         s.sub_(cfg.lr_sigma * g * _bc(sc, g)).clamp_(*cfg.sigma_range)
+                        if acc is not None:
+                            acc[k].zero_()
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(theta, batch)
             grads = torch.autograd.grad(loss.sum(), [theta[k] for k in names])
@@ -121,6 +155,8 @@ def train(base, theta: dict, loss_fn, batches, cfg: FedConfig, *, mu0: dict | No
                 if adept:           # + lambda * d/dtheta sum_j (mu_j - theta_j)^2 / (2 sigma_j^2)
                     for k in names:
                         grads[k] = grads[k] + _bc(lam, grads[k]) * (theta[k] - mu[k]) / sigma[k] ** 2
+                        if acc is not None:   # the personal loss lambda * R also reaches sigma's gradient (CODE)
+                            acc[k].add_(_bc(lam, acc[k]) * sigma_grad(sigma[k], mu[k] - theta[k], cfg.xi))
                 if cfg.clip:
                     sc = linf_scale(grads, cfg.clip)
                     for k in names:
@@ -135,12 +171,11 @@ def train(base, theta: dict, loss_fn, batches, cfg: FedConfig, *, mu0: dict | No
                     for k in names:
                         mu[k].grad = gm[k] * _bc(sc, gm[k])
                 opt_mu.step()
-        with torch.no_grad():
-            if adept:
-                mean_bcast(mu)
-                mean_bcast(sigma)
-            if communicate:
-                mean_bcast({k: theta[k] for k in names})
+            it += 1
+            if period is not None and it % period == 0:
+                _average(theta, names, mu, sigma, adept, communicate)
+        if period is None:
+            _average(theta, names, mu, sigma, adept, communicate)
         if on_epoch is not None:
             on_epoch(epoch, theta, sigma)
     for k in names:

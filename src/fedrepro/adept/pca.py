@@ -12,6 +12,20 @@ import numpy as np
 
 from fedrepro.adept.stiefel import dist2, haar, polar, proj_tangent, retract
 
+# What `run` reads (adept.yaml fig2), checked when the registry loads; format: fedrepro/paramspec.py.
+PARAMETERS = {
+    "d": "int>=1", "r": "int>=1", "m": "int>=1", "n": "int>=1",   # dimension, rank, clients, samples per client
+    "sigma_eps": "float>=0",
+    "sigma_stars": "list[float>=0]",        # heterogeneity levels (one cell each)
+    "seeds": "int>=1",
+    "T": "int>=0",                          # iterations
+    "c1": "float>0", "c2": "float>0", "eta3": "float>0", "sigma0": "float>0", "xi": "float>=0",
+    "lazy": "int>=0", "sigma_min": "float>=0",
+    "dtheta_mode": "d*r|d",
+    "lik_grad_factor": "float",
+    "gd_baselines?": "bool",                # also run the Riemannian-GD local / global baselines
+}
+
 
 @dataclass
 class PCAProblem:

@@ -18,7 +18,7 @@ from .cvfl_quantizers import A2LatticeQuantizer, DitheredScalarQuantizer, a2_sca
 from .feedback import StaleCopy, TrackedCopy
 from .ledger import DIRECTIONS, BitLedger
 from .quantizers import QSGD, Identity, MaxAbsStochasticQuantizer, ScaledSign
-from .registry import available_compressors, get_compressor
+from .registry import available_compressors, get_compressor, register_compressor
 from .sparsifiers import GradientRankedColumnTopK, RandK, TopK
 
 __all__ = [
@@ -44,4 +44,5 @@ __all__ = [
     "conventions",
     "get_compressor",
     "realized_delta",
+    "register_compressor",
 ]

@@ -175,6 +175,16 @@ def index_rows(x, mask_np: np.ndarray):
     return x[mask_np]
 
 
+def rows_of(mask_np: np.ndarray | None, batch: int, like):
+    """Row numbers (where mask_np is True, or all ``batch`` rows) as an int64 array in like's library and device."""
+    rows = np.arange(batch) if mask_np is None else np.flatnonzero(mask_np)
+    return torch.as_tensor(rows, device=like.device) if is_torch(like) else rows
+
+
+def is_contiguous(x) -> bool:
+    return x.is_contiguous() if is_torch(x) else bool(x.flags.c_contiguous)
+
+
 def set_rows(x, mask_np: np.ndarray, rows):
     """Copy of x with x[mask] replaced by rows."""
     out = x.clone() if is_torch(x) else x.copy()

@@ -17,8 +17,9 @@ reports. Keeping counts lets ``conventions`` re-price a message under another pa
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,7 @@ class Compressed:
     index_space: int | None = None
     entries: int = 0
 
-    def sum(self) -> "Compressed":
+    def sum(self) -> Compressed:
         """The batch's messages as one (bits of shape ()): e.g. C-VFL's server forwarding every
         party's embedding to each party, recorded as a broadcast with ``ledger.record("down", out.sum())``."""
         return Compressed(

@@ -40,7 +40,8 @@ class Composed(Compressor):
     def n_uniforms(self, d):
         return self.sparsifier.n_uniforms(d) + self.quantizer.n_uniforms(self.sparsifier.k_for(d))
 
-    def _encode(self, x2, u, elem_shape, **context):
+    def _encode_sparse(self, x2, u):
+        """(indices (B, k), Encoding of the k quantized kept entries): see ``Sparsifier._encode_sparse``."""
         d = x2.shape[1]
         k = self.sparsifier.k_for(d)
         m1 = self.sparsifier.n_uniforms(d)
@@ -52,7 +53,12 @@ class Composed(Compressor):
         sp_counts, sp_widths = self.sparsifier._index_counts(d, k)
         counts.update(sp_counts)
         widths.update(sp_widths)
-        return Encoding(bk.scatter(x2, idx, inner.value), counts, widths, index_space=d)
+        return idx, Encoding(inner.value, counts, widths, index_space=d)
+
+    def _encode(self, x2, u, elem_shape, **context):
+        idx, enc = self._encode_sparse(x2, u)
+        enc.value = bk.scatter(x2, idx, enc.value)
+        return enc
 
     def delta(self, n, x=None):
         """ω as the thesis states it (§9 item 5), where it states one.

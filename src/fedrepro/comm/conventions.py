@@ -25,9 +25,9 @@ thesis (thesis_ch3_squarm.md §3.5; thesis_ch4_ch5.md §1.3.5)
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Sequence
 
 import numpy as np
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _backend as bk
-from .base import COUNT_KINDS, PART_KINDS, Compressed, Compressor
+from .base import COUNT_KINDS, PART_KINDS, Compressed, Compressor, build_compressed
 
 
 def _expand(out: Compressed, mask: np.ndarray, value: Any) -> Compressed:
@@ -71,13 +71,64 @@ class TrackedCopy:
             return out
         if not self.batched:
             raise ValueError("mask needs a batched TrackedCopy (a leading node axis)")
-        mask = np.asarray(bk.to_numpy_int(mask) if bk.is_torch(mask) else mask, dtype=bool).reshape(-1)
-        if mask.shape != (x.shape[0],):
-            raise ValueError(f"mask must have one bool per batch element, shape ({x.shape[0]},); got {mask.shape}")
+        mask = self._check_mask(mask, x)
         sent = comp(bk.index_rows(diff, mask), rng, batched=True, **context)
         message = bk.set_rows(bk.zeros_like(diff), mask, sent.value)
         self.value = self.value + message
         return _expand(sent, mask, message)
+
+    def apply_difference(self, diff: Any, rng: Any = None, *, mask: Any = None, message: bool = True) -> Compressed:
+        """``update(x, rng, mask=mask)`` for a caller that already holds diff = x - x̂ (an event trigger computes
+        it first): the same message, bits and random draws, and the same x̂ to the last bit, but x̂ changes in
+        place, and a sparsifying compressor (top-k, random-k and their compositions) adds its k entries per row
+        instead of a dense message of d entries. ``message=False``: the result's ``value`` is None (the decoded
+        message is not built; bits and counts are)."""
+        comp = self.compressor
+        if self.value is None:
+            self.value = bk.zeros_like(diff)
+        if mask is not None:
+            if not self.batched:
+                raise ValueError("mask needs a batched TrackedCopy (a leading node axis)")
+            mask = self._check_mask(mask, diff)
+        sent_in = diff if mask is None else bk.index_rows(diff, mask)
+        rows = bk.rows_of(mask, sent_in.shape[0], self.value)
+        if self.batched and hasattr(comp, "_encode_sparse") and bk.is_contiguous(self.value):
+            out, dense = self._add_sparse(sent_in, rng, rows, message)
+        else:
+            out = comp(sent_in, rng, batched=self.batched)
+            if mask is None:
+                self.value += out.value
+                dense = out.value
+            else:
+                self.value[rows] += out.value
+                dense = bk.set_rows(bk.zeros_like(diff), mask, out.value) if message else None
+        return out if mask is None else _expand(out, mask, dense)
+
+    def _add_sparse(self, sent_in: Any, rng: Any, rows: Any, message: bool) -> tuple[Compressed, Any]:
+        """Compress the rows ``sent_in`` (rows ``rows`` of x̂) and add the k kept entries of each to x̂."""
+        bk.check_input(sent_in)
+        batch = int(sent_in.shape[0])
+        d = int(np.prod(tuple(sent_in.shape[1:])))
+        x2 = bk.reshape(sent_in, (batch, d))
+        m = self.compressor.n_uniforms(d)
+        u = bk.uniforms(x2, (batch, m), rng) if m else None
+        idx, enc = self.compressor._encode_sparse(x2, u)
+        pos = bk.reshape(rows[:, None] * d + idx, (-1,))
+        kept = bk.reshape(enc.value, (-1,))
+        flat = bk.reshape(self.value, (-1,))
+        flat[pos] += kept
+        dense = None
+        if message:
+            dense = bk.zeros_like(self.value)
+            bk.reshape(dense, (-1,))[pos] = kept
+        return build_compressed(dense, enc, batch, d, True), dense
+
+    @staticmethod
+    def _check_mask(mask: Any, x: Any) -> np.ndarray:
+        mask = np.asarray(bk.to_numpy_int(mask) if bk.is_torch(mask) else mask, dtype=bool).reshape(-1)
+        if mask.shape != (x.shape[0],):
+            raise ValueError(f"mask must have one bool per batch element, shape ({x.shape[0]},); got {mask.shape}")
+        return mask
 
     def reset(self, value: Any) -> None:
         """Set x̂ without sending anything (e.g. copies known to all from a shared seed)."""

@@ -93,8 +93,17 @@ class MaxAbsStochasticQuantizer(Compressor):
         mag = bk.abs_(x2)
         m = bk.row_max(mag)
         safe_m = bk.where(m > 0, m, bk.like_array(1.0, m))
-        levels = _stochastic_levels(mag * (self.S / safe_m), u)
-        value = bk.sign(x2) * levels * (m / self.S)
+        if bk.is_torch(x2):
+            levels = _stochastic_levels(mag * (self.S / safe_m), u)
+            value = bk.sign(x2) * levels * (m / self.S)
+        else:  # the same operations in place: CuteMaxVar's messages are MBs, and each fresh array page-faults
+            mag *= self.S / safe_m
+            levels = np.floor(mag)
+            mag -= levels
+            levels += u < mag
+            value = np.sign(x2)
+            value *= levels
+            value *= m / self.S
         if self.scaled:
             value = value / self._u_factor(x2, m, d)
         counts = {"values": d, "signs": d, "scales": 1}

@@ -1,9 +1,17 @@
-"""Compressors by name, for configs: ``get_compressor("topk", k=10)``."""
+"""Compressors by name, for configs: ``get_compressor("topk", k=10)``.
+
+New compressors register themselves (``@register_compressor("name")`` on a ``Compressor`` subclass) in a module
+listed under ``comm.plugins`` in config/config.yaml, or are found through the entry-point group
+``fedrepro.compressors`` of an installed package (docs/comm.md, "Add your own compressor").
+"""
 
 from __future__ import annotations
 
+import difflib
 import inspect
-from typing import Any, Callable
+import re
+from collections.abc import Callable
+from typing import Any
 
 from .base import Compressor
 from .compose import compose
@@ -55,17 +63,80 @@ COMPRESSORS: dict[str, Callable[..., Compressor]] = {
 }
 
 
+ENTRY_POINT_GROUP = "fedrepro.compressors"
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def register_compressor(name: str, factory: Callable[..., Compressor] | None = None, *, replace: bool = False):
+    """Register a compressor class (or factory) under ``name``; as a decorator: ``@register_compressor("name")``.
+
+    A class must subclass ``Compressor``, set ``name`` to the registered name and leave ``__call__`` alone: the
+    base class draws the call's U[0, 1) block from the caller's generator and hands it to ``_encode`` (declare
+    how many draws with ``n_uniforms``), so every stochastic compressor takes its random stream from the engine.
+    Registering the same object twice is a no-op (a module imported again); another object under a taken name
+    is an error unless ``replace=True``.
+    """
+    if factory is None:
+        return lambda f: register_compressor(name, f, replace=replace)
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"compressor name must be lower-case letters, digits and '_'; got {name!r}")
+    if isinstance(factory, type):
+        if not issubclass(factory, Compressor):
+            raise TypeError(f"compressor {name!r}: {factory.__qualname__} must subclass fedrepro.comm.Compressor")
+        if factory.__call__ is not Compressor.__call__:
+            raise TypeError(f"compressor {name!r}: {factory.__qualname__} overrides __call__; implement "
+                            f"n_uniforms(d) and _encode(x2, u, ...) instead, so that its randomness is the block u "
+                            f"drawn from the caller's generator")
+        if factory.name != name:
+            raise ValueError(f"compressor {name!r}: set the class attribute name = {name!r} "
+                             f"({factory.__qualname__}.name is {factory.name!r})")
+    elif not callable(factory):
+        raise TypeError(f"compressor {name!r}: expected a Compressor subclass or a factory; got {factory!r}")
+    if name in COMPRESSORS and COMPRESSORS[name] is not factory and not replace:
+        raise ValueError(f"compressor name {name!r} is taken by {COMPRESSORS[name]!r}; choose another name")
+    COMPRESSORS[name] = factory
+    return factory
+
+
+def _entry_points():
+    from importlib.metadata import entry_points
+
+    return entry_points(group=ENTRY_POINT_GROUP)
+
+
+def _load_entry_point(name: str) -> bool:
+    """Register the installed entry point ``name`` of group fedrepro.compressors, if there is one.
+
+    Its object is a Compressor class or factory (registered under the entry point's name), or a module that
+    registers its compressors when imported."""
+    import types
+
+    for ep in _entry_points():
+        if ep.name == name:
+            obj = ep.load()
+            if not isinstance(obj, types.ModuleType) and COMPRESSORS.get(name) is not obj:
+                register_compressor(name, obj)
+            return name in COMPRESSORS
+    return False
+
+
 def available_compressors() -> list[str]:
-    return sorted(COMPRESSORS)
+    """Registered names, plus those an installed package offers through the fedrepro.compressors entry points."""
+    return sorted(set(COMPRESSORS) | {ep.name for ep in _entry_points()})
 
 
 def get_compressor(name: str, **params: Any) -> Compressor:
     """A compressor by registry name; unknown names or parameters raise ValueError."""
-    if name not in COMPRESSORS:
-        raise ValueError(f"unknown compressor {name!r}; allowed names: {', '.join(available_compressors())}")
+    if name not in COMPRESSORS and not _load_entry_point(name):
+        close = difflib.get_close_matches(str(name), available_compressors(), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown compressor {name!r}{hint}; allowed names: {', '.join(available_compressors())}")
     factory = COMPRESSORS[name]
     allowed = [p for p in inspect.signature(factory).parameters if p != "self"]
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         raise ValueError(f"compressor {name!r} got unknown parameter(s) {unknown}; allowed parameters: {', '.join(allowed)}")
-    return factory(**params)
+    out = factory(**params)
+    if not isinstance(out, Compressor):
+        raise TypeError(f"compressor {name!r}: its factory returned {type(out).__name__}, not a Compressor")
+    return out

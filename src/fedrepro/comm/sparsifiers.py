@@ -58,13 +58,20 @@ class Sparsifier(Compressor):
     def _index_counts(self, d: int, k: int) -> tuple[dict[str, int], dict[str, int]]:
         return {"indices": k}, {"indices": index_width(self.index_bits, d)}
 
-    def _encode(self, x2, u, elem_shape, **context):
+    def _encode_sparse(self, x2, u) -> tuple[Any, Encoding]:
+        """(indices (B, k), Encoding whose value is the (B, k) decoded kept entries): the message before it is
+        scattered into d entries (``fedrepro.comm.TrackedCopy.apply_difference`` adds it in place)."""
         d = x2.shape[1]
         k = self.k_for(d)
         idx, kept = self._select(x2, u)
         counts, widths = self._index_counts(d, k)
         counts["values"], widths["values"] = k, FULL_PRECISION_BITS
-        return Encoding(bk.scatter(x2, idx, kept), counts, widths, index_space=d)
+        return idx, Encoding(kept, counts, widths, index_space=d)
+
+    def _encode(self, x2, u, elem_shape, **context):
+        idx, enc = self._encode_sparse(x2, u)
+        enc.value = bk.scatter(x2, idx, enc.value)
+        return enc
 
     def delta(self, n, x=None):
         return self.k_for(n) / n  # thesis §9 items 1-2: ω = k/d (random-k: in expectation)

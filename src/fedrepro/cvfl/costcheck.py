@@ -32,6 +32,22 @@ import pandas as pd
 from fedrepro.comm.conventions import GIB_BITS, MIB_BITS
 from fedrepro.cvfl import simulator, summaries
 
+# What `run` reads (cvfl.yaml cost_formula), checked when the registry loads; format: fedrepro/paramspec.py.
+PARAMETERS = {
+    "t_comp_ms?": "float>=0",               # Table 5's compute time per round
+    "setups": {"*": {"n_train": "int>=1", "B": "int>=1", "P": "int>=1", "M": "int>=1", "n_out": "int>=1"}},
+    "costs": [{
+        "part": "str", "setup": "str", "decimals": "int>=0",
+        "unit?": "MB|GB", "alg?": "1|2",
+        "claim?": "str", "column?": "str",  # cells [keys..., epochs, runs] of the claim's paper_table
+        "source?": "str", "comp_id?": "int>=0<=3",   # without a claim: cells [b, epochs, runs, value]
+        "cells": "list[list[float]]",
+    }],
+    "times": {"claim": "str", "setup": "str", "decimals": "int>=0",
+              "epochs": "list[list[float]]",    # [Q, epochs, runs]
+              "speedups": "list[list[float]]"},  # [t_c, Q, value, decimals]
+}
+
 UNIT_BITS = {"MB": MIB_BITS, "GB": GIB_BITS}  # MB = 2^20 bytes, GB = 2^30 bytes (cvfl.md §3.5)
 COMP_NAME = {v: k for k, v in summaries.COMP_ID.items()}
 # How a cell of the paper's tables is named in the cost-check rows (column `label`): "Scalar b=2, Q=10", ...

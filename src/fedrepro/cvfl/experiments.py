@@ -16,11 +16,36 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fedrepro.cvfl.simulator import EVAL_CHUNK, CvflConfig, CvflTrainer
+from fedrepro.cvfl.simulator import EVAL_CHUNK, CvflConfig, CvflTrainer, eval_chunk
 from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches, quadrant_crop_flip
 from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages
 from fedrepro.data.loaders import ImageIndex, load_image_index, load_images, load_multiview, load_timeseries
 from fedrepro.data.multiview import feature_blocks, image_quadrants, view_groups
+
+# What `run` reads (cvfl.yaml, every training experiment), checked when the registry loads; format:
+# fedrepro/paramspec.py.  A run is one (compressor, b, Q, M, alg, epochs): `compressors` x `bits`, and/or `runs`.
+_COMPRESSOR = "none|scalar|vector|topk"     # fedrepro.cvfl.simulator.COMPRESSORS
+PARAMETERS = {
+    "dataset": "mimic|cifar10|modelnet10|imagenet100",
+    "B": "int>=1", "lr": "float>0", "P": "int>=1",
+    "Q?": "int>=1", "M?": "int>=1", "alg?": "1|2", "epochs?": "int>=1",      # defaults of every run
+    "lr_drop_epoch?": "int>=1|null", "lr_drop?": "float>0|null",
+    "n_seeds": "int>=1<=5",                 # the first n of the authors' five seeds
+    "party?": "paper|quick",                # the paper's party networks or the small proxies
+    "compressors?": "list[none|scalar|vector|topk]",
+    "bits?": "list[int>=1<=32]",
+    "runs?": [{"compressor": _COMPRESSOR, "b": "int>=1<=32", "Q?": "int>=1", "M?": "int>=1", "alg?": "1|2",
+               "epochs?": "int>=1", "eval_every?": "int>=1"}],
+    "n_train?": "int>=1|null", "n_test?": "int>=1|null",
+    "train_fraction?": "float>0<=1|null",   # ModelNet10: a random fraction of the training pool (A-25)
+    "subset_per_seed?": "bool", "data_seed?": "int>=0",
+    "timesteps?": "int>=1|null",            # MIMIC: the first T hours
+    "augment?": "crop_flip|false",          # CIFAR-10: crop + flip of the whole image
+    "hidden?": "int>=1", "channels?": "int>=1",                             # proxy party sizes
+    "image_size?": "int>=2", "crop?": "shared|independent", "reshuffle_each_epoch?": "bool",  # ImageNet-100
+    "workers?": "int>=0", "eval_batch?": "int>=1",
+    "eval_train?": "bool", "eval_every?": "int>=1", "eval_batch_stats?": "bool",
+}
 
 # The authors' seeds (cvfl.md §1).
 SEEDS = {"mimic": [1234420321, 1678517510, 1679295649, 2141512896, 755346466],
@@ -113,10 +138,10 @@ def load_quadrant_images(path: str, p: dict, M: int, rng: np.random.Generator) -
             "sample_shape": (3, S // 2, S // 2), "status": idx.status, "n_out": len(idx.classes)}
 
 
-def batch_sources(data: dict, p: dict, cfg: CvflConfig, seed: int, device: str = "cpu"):
+def batch_sources(data: dict, p: dict, cfg: CvflConfig, seed: int, device: str = "cpu", chunk: int = EVAL_CHUNK):
     """(train, test, train_eval or None) of one run. In memory: the fixed per-seed order (A-1), or a new order
-    every epoch with ``reshuffle_each_epoch``. ImageNet-100: streamed with ``workers`` loader processes;
-    evaluation in batches of ``eval_batch`` in one fixed mixed order (party BatchNorms use batch statistics)."""
+    every epoch with ``reshuffle_each_epoch``; evaluation in chunks of ``chunk``. ImageNet-100: streamed with
+    ``workers`` loader processes; evaluation in batches of ``eval_batch`` in one fixed order."""
     reshuffle = bool(p.get("reshuffle_each_epoch", False))
     if "train_set" in data:
         kw = dict(workers=int(p.get("workers", 0)), pin_memory=str(device).startswith("cuda"))
@@ -136,8 +161,8 @@ def batch_sources(data: dict, p: dict, cfg: CvflConfig, seed: int, device: str =
         gen = torch.Generator().manual_seed(seed + 104729)
         augment = lambda xb: quadrant_crop_flip(xb, gen)                          # noqa: E731
     train = TensorBatches(x, y, cfg.B, order, shuffle_seed=seed if reshuffle else None, augment=augment)
-    test = TensorBatches(data["x_test"].to(device), data["y_test"].to(device), EVAL_CHUNK)
-    return train, test, TensorBatches(x, y, EVAL_CHUNK) if cfg.eval_train else None
+    test = TensorBatches(data["x_test"].to(device), data["y_test"].to(device), chunk)
+    return train, test, TensorBatches(x, y, chunk) if cfg.eval_train else None
 
 
 def make_parties(dataset: str, p: dict, M: int, data: dict) -> tuple[torch.nn.Module, int]:
@@ -195,10 +220,11 @@ def run_one(dataset: str, data_path: str, p: dict, run: dict, seed: int, *, devi
     cfg = CvflConfig(M=M, Q=int(run["Q"]), B=int(p["B"]), epochs=int(run["epochs"]), lr=float(p["lr"]),
                      lr_drop_epoch=p.get("lr_drop_epoch"), lr_drop=p.get("lr_drop"), compressor=run["compressor"],
                      b=int(run["b"]), alg=int(run["alg"]), theta0_code=M * P * max(n_out, 2),
-                     eval_train=bool(p.get("eval_train", True)), eval_every=int(p.get("eval_every", 1)),
+                     eval_train=bool(p.get("eval_train", True)), eval_every=int(run.get("eval_every", p.get("eval_every", 1))),
+                     eval_batch_stats=bool(p.get("eval_batch_stats", False)),
                      **DATASET_DEFAULTS[dataset])
     trainer = CvflTrainer(cfg, parties, P, n_out, seed=seed, device=device)
-    train, test, train_eval = batch_sources(data, p, cfg, seed, device)
+    train, test, train_eval = batch_sources(data, p, cfg, seed, device, chunk=eval_chunk(parties))
     t0 = time.perf_counter()
     res = trainer.fit_sources(train, test, train_eval)
     wall = time.perf_counter() - t0

@@ -2,7 +2,8 @@
 stale compressed server model) and Algorithm 2 (Q = 1, the server returns embedding gradients).
 
 Parties are stacked (``fedrepro.models.vfl_parties``): one forward pass computes every party's
-embedding, and one backward pass gives every party its own local gradient. Party m's local loss is
+embedding, and one backward pass gives every party its own local gradient. The first local iteration's forward
+also gives the round-start embeddings that are compressed and sent (the same values: no second forward). Party m's local loss is
 computed on its view Φ̂_m = {Ĉ(h_j) stale for j ≠ m, h_m fresh} through the stale compressed server
 copy C_0(θ_0^{t0}); the M views are built together as a (M, M, B, P) tensor, so no Python loop runs
 over parties or samples. Every message goes through ``fedrepro.comm`` (compressors, ``StaleCopy``,
@@ -29,6 +30,11 @@ COMPRESSORS = ("none", "scalar", "vector", "topk")
 EVAL_CHUNK = 1000                       # samples per evaluation forward pass of in-memory data
 
 
+def eval_chunk(parties: torch.nn.Module) -> int:
+    """Samples per evaluation forward pass: the party module's ``eval_chunk`` if it has one, else EVAL_CHUNK."""
+    return int(getattr(parties, "eval_chunk", EVAL_CHUNK))
+
+
 @dataclass
 class CvflConfig:
     M: int = 4
@@ -50,6 +56,8 @@ class CvflConfig:
     cost_formula: str = "alg1_code"     # alg1_code | alg1_text (ImageNet); Alg. 2 always uses "alg2"
     server_init: str = "uniform"        # "uniform": PyTorch Linear default; "normal": N(0, 0.01²), bias 0 (A-19)
     eval_train: bool = True             # fit(): also evaluate on the training tensors
+    eval_batch_stats: bool = False      # A-6 flag: evaluate with the parties in training mode (BatchNorm on batch
+                                        # statistics) as the authors' code does; default eval mode (running stats)
     eval_every: int = 1
     top5: bool = False
 
@@ -158,10 +166,9 @@ class CvflTrainer:
     def round_alg1(self, xb: torch.Tensor, yb: torch.Tensor, lr: float) -> float:
         c, M, P = self.cfg, self.cfg.M, self.P
         Bn = yb.shape[0]
-        with torch.no_grad():
-            H0 = self.parties(xb)
+        H = self.parties(xb)            # q = 0's forward; its values are the round-start embeddings H0 as well
         ctx = {"scores": self.scores} if c.compressor == "topk" else {}
-        out = self.stale.refresh(H0, self.dither, **ctx)
+        out = self.stale.refresh(H.detach(), self.dither, **ctx)
         Hc = self.stale.value.detach()
         Wc, bc, srv_bits = self._compress_server()
         # ledger: upload of M embeddings; download of all embeddings + the server model to every party
@@ -173,7 +180,8 @@ class CvflTrainer:
         need_kernel = c.compressor == "topk" and c.topk_signal == "server_kernel"
         first_loss = None
         for q in range(c.Q):
-            H = self.parties(xb)
+            if q > 0:
+                H = self.parties(xb)
             if c.compressor == "topk" and q == c.Q - 1:
                 H.retain_grad()
             V = torch.where(eye, H[:, None], Hc[None])                       # V[m, j]: party m's view of block j
@@ -226,12 +234,18 @@ class CvflTrainer:
     # ---- evaluation ----------------------------------------------------------------------------
     @torch.no_grad()
     def evaluate(self, source: BatchSource) -> dict:
-        """Loss and metric of the uncompressed global model over one pass of ``source`` (chunk by chunk)."""
+        """Loss and metric of the uncompressed global model over one pass of ``source`` (chunk by chunk), the
+        parties in eval mode (BatchNorm on its running statistics, A-6) unless ``cfg.eval_batch_stats``."""
         logits, labels = [], []
-        for xb, yb in source:
-            H = self.parties(xb.to(self.device))
-            logits.append(self.server_logits(H.permute(1, 0, 2).reshape(H.shape[1], -1)))
-            labels.append(yb.to(self.device))
+        training = self.parties.training
+        self.parties.train(self.cfg.eval_batch_stats)
+        try:
+            for xb, yb in source:
+                H = self.parties(xb.to(self.device))
+                logits.append(self.server_logits(H.permute(1, 0, 2).reshape(H.shape[1], -1)))
+                labels.append(yb.to(self.device))
+        finally:
+            self.parties.train(training)
         lg, y = torch.cat(logits), torch.cat(labels)
         loss = float(_loss(lg, y, self.cfg.task))
         yn = y.cpu().numpy()
@@ -247,9 +261,10 @@ class CvflTrainer:
     # ---- training --------------------------------------------------------------------------------
     def fit(self, x_train, y_train, x_test, y_test, order: np.ndarray, progress=None) -> RunResult:
         """In-memory data: x_*: party-stacked (M, N, ...) tensors; order: the fixed batch order (A-1)."""
-        train_eval = TensorBatches(x_train, y_train, EVAL_CHUNK) if self.cfg.eval_train else None
+        chunk = eval_chunk(self.parties)
+        train_eval = TensorBatches(x_train, y_train, chunk) if self.cfg.eval_train else None
         return self.fit_sources(TensorBatches(x_train, y_train, self.cfg.B, order),
-                                TensorBatches(x_test, y_test, EVAL_CHUNK), train_eval, progress)
+                                TensorBatches(x_test, y_test, chunk), train_eval, progress)
 
     def fit_sources(self, train: BatchSource, test: BatchSource, train_eval: BatchSource | None = None,
                     progress=None) -> RunResult:

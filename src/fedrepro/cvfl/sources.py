@@ -15,7 +15,8 @@ evaluation set) and yields ``(x, y)`` with ``x`` party-stacked, shape (M, B, ...
 
 from __future__ import annotations
 
-from typing import Iterator, Protocol
+from collections.abc import Iterator
+from typing import Protocol
 
 import numpy as np
 import torch

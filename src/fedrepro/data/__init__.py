@@ -15,8 +15,12 @@ Layout of the package (small modules, each with one job):
   multiview   vertical splits across parties, multi-view construction
 """
 
+from fedrepro.lazy import lazy_getattr
+
 # Names resolve lazily (PEP 562): importing one submodule (e.g. `fedrepro.data.prepare`) must not import every
 # loader, so a job's code dependencies (derived from imports) stay the modules it really uses, and start-up stays fast.
+# Not here: functions named like their module (`optimum`, `prepare`, ...): once the submodule is imported,
+# Python binds the package attribute to the module; import them from the module itself.
 _EXPORTS = {
     "ChecksumMismatch": "fedrepro.data.verify",
     "DataUnavailable": "fedrepro.data.acquire",
@@ -24,7 +28,6 @@ _EXPORTS = {
     "DatasetRegistry": "fedrepro.data.registry",
     "DownloadError": "fedrepro.data.download",
     "HttpPolicy": "fedrepro.data.download",
-    "acquire": "fedrepro.data.acquire",
     "dirichlet_split": "fedrepro.data.partition",
     "feature_blocks": "fedrepro.data.multiview",
     "holdout": "fedrepro.data.multiview",
@@ -45,7 +48,6 @@ _EXPORTS = {
     "node_split": "fedrepro.data.partition",
     "one_class_per_client": "fedrepro.data.partition",
     "owner_vector": "fedrepro.data.partition",
-    "prepare": "fedrepro.data.prepare",
     "prepared_path": "fedrepro.data.loaders",
     "sorted_shards": "fedrepro.data.partition",
     "to_torch": "fedrepro.data.loaders",
@@ -54,13 +56,7 @@ _EXPORTS = {
     "within_group_shuffle": "fedrepro.data.multiview",
 }
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 __all__ = sorted(_EXPORTS)

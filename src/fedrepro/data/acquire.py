@@ -19,12 +19,21 @@ from pathlib import Path
 from fedrepro.data.download import HttpPolicy
 from fedrepro.data.registry import Dataset
 from fedrepro.data.sources import FETCHERS, FetchContext
-from fedrepro.data.verify import (PINS_FILE, ChecksumMismatch, check, expected_with_pin, format_problem,
-                                  has_checksum, read_pins, write_pins)
+from fedrepro.data.verify import (
+    PINS_FILE,
+    ChecksumMismatch,
+    check,
+    expected_with_pin,
+    format_problem,
+    has_checksum,
+    read_pins,
+    write_pins,
+)
 
 log = logging.getLogger("fedrepro.data")
 
 MANIFEST = "manifest.json"
+IMAGEFOLDER = "imagefolder"   # source kind: a known image set (fedrepro.data.imagesets) standing for the files
 VERIFIED_CACHE = "verified-local.json"
 ORIGINS = "origins.json"
 
@@ -84,14 +93,19 @@ def _record(path: Path, info: dict, source: str) -> dict:
 
 
 def acquire(ds: Dataset, dest: str | Path, *, policy: HttpPolicy = HttpPolicy(),
-            credentials: dict | None = None) -> dict:
-    """Make every file of `ds` present and verified; return the manifest (also written to dest/manifest.json)."""
+            credentials: dict | None = None, images: dict | None = None) -> dict:
+    """Make every file of `ds` present and verified; return the manifest (also written to dest/manifest.json).
+
+    When the official files cannot be had, an `imagefolder` source (a known image set at the path
+    `images[<key>]`, config data.images) may stand for them: the manifest then names the set and its data kind."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     if ds.credential:
         manifest = _acquire_local(ds, dest, credentials or {})
     else:
         manifest = _acquire_download(ds, dest, policy)
+        if manifest["status"] == "unavailable":
+            manifest = _acquire_imageset(ds, manifest, images or {})
     from fedrepro.io import write_json
 
     write_json(dest / MANIFEST, manifest)
@@ -140,8 +154,10 @@ def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
         prev = old.get(name, {})
         origin = prev.get("source", "cache") if prev.get("sha256") == info["sha256"] else "cache"
         files[name] = {**_record(path, info, origin), "cached": True}
-    # 2. each source in order, for the files still missing
+    # 2. each source in order, for the files still missing (image sets stand for the files, not among them)
     for src in ds.sources:
+        if src["kind"] == IMAGEFOLDER:
+            continue
         missing = [n for n in ds.files if n not in files]
         if not missing:
             break
@@ -186,12 +202,45 @@ def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
             "files": dict(sorted(files.items())), "missing": missing, "attempts": attempts}
 
 
+def _acquire_imageset(ds: Dataset, manifest: dict, images: dict) -> dict:
+    """The first `imagefolder` source whose configured path is a known set; else `manifest` plus the attempts."""
+    from fedrepro.data.imagesets import ImageSetError, identify
+
+    attempts = list(manifest["attempts"])
+    for src in ds.sources:
+        if src["kind"] != IMAGEFOLDER:
+            continue
+        where = images.get(src["key"])
+        if not where:
+            attempts.append({"source": src["name"], "file": "*", "error": f"data.images.{src['key']} is not set"})
+            continue
+        path = Path(where).expanduser()
+        try:
+            name, spec, actual = identify(path, src["sets"], f"{ds.name} image set ({src['name']})")
+        except (ImageSetError, ChecksumMismatch, OSError) as exc:
+            attempts.append({"source": src["name"], "file": "*", "error": str(exc)})
+            continue
+        record = {"path": path.as_posix(), "size": actual["size"], "sha256": actual["sha256"], "source": src["name"]}
+        log.info("%s: using image set %s (%s) at %s", ds.name, name, spec["data"], path)
+        return {"dataset": ds.name, "status": spec["data"], "location": path.as_posix(), "files": {name: record},
+                "missing": [], "attempts": attempts,
+                "image_set": {"source": src["name"], "set": name, "data": spec["data"], "note": spec.get("note", "")}}
+    return {**manifest, "attempts": attempts}
+
+
+def data_kind(manifest: dict) -> str:
+    """What the prepared data will be: real, real-reencoded (a known lossy image set) or stand-in."""
+    return "stand-in" if manifest["status"] == "unavailable" else manifest["status"]
+
+
 def raw_inputs(manifest: dict) -> list[str]:
     """The downloaded files a manifest vouches for (under results/downloads), for the fetch step's sidecar
     `inputs`, so that `audit` and `verify_inputs` reach the raw bytes.  Credentialed files stay where the user
-    keeps them and are re-verified by size and mtime instead (hashing ~150 GB of ImageNet per audit is not useful).
+    keeps them and are re-verified by size and mtime instead (hashing ~150 GB of ImageNet per audit is not useful);
+    an image set (possibly a folder of 60,000 files) stays where it is and is re-hashed by the prepare step.
     """
-    return [rec["path"] for rec in manifest.get("files", {}).values() if rec.get("source") != "user-folder"]
+    return [rec["path"] for rec in manifest.get("files", {}).values()
+            if rec.get("source") != "user-folder" and not manifest.get("image_set")]
 
 
 def _acquire_local(ds: Dataset, dest: Path, credentials: dict) -> dict:

@@ -47,7 +47,7 @@ class HttpPolicy:
     deadline_s: float = 4 * 3600.0     # one URL, every try included: ~1.6 GB at 120 kB/s still fits
 
     @classmethod
-    def from_config(cls, data_cfg: dict | None) -> "HttpPolicy":
+    def from_config(cls, data_cfg: dict | None) -> HttpPolicy:
         data_cfg = data_cfg or {}
         return cls(timeout_s=float(data_cfg.get("timeout_s", 60)), retries=int(data_cfg.get("retries", 2)),
                    deadline_s=float(data_cfg.get("deadline_s", cls.deadline_s)))

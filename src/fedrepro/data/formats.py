@@ -8,8 +8,8 @@ import pickle
 import shutil
 import struct
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 

@@ -1,7 +1,8 @@
 """Loaders of prepared data (results/data/<dataset>/<dataset>.npz): numpy arrays, torch on request.
 
 Every loader takes the prepared file's path (what a rule lists as input) and returns a small
-dataclass; `.status` is "real" or "stand-in", as the file's sidecar says.
+dataclass; `.status` is "real", "real-reencoded" (a lossy copy of the real images) or "stand-in", as the file's
+sidecar says.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """From verified files (or, failing those, the declared stand-in) to results/data/<dataset>/<output>.npz.
 
-Real and stand-in outputs have the same file names and array layout; what differs is recorded in the
-npz (`data_status`, `standin_generator`) and, for provenance, in the sidecar's `data` map.
+Real, re-encoded (a known lossy image set, fedrepro.data.imagesets) and stand-in outputs have the same file names
+and array layout; what differs is recorded in the npz (`data_status`, `standin_generator`) and, for provenance,
+in the sidecar's `data` map.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from fedrepro.data.registry import Dataset
 
 log = logging.getLogger("fedrepro.data")
 
-REAL, STANDIN = "real", "stand-in"
+REAL, REENCODED, STANDIN = "real", "real-reencoded", "stand-in"
 
 
 @dataclass
 class Prepared:
-    status: str                       # "real" | "stand-in"
+    status: str                       # "real" | "real-reencoded" (a lossy copy of the real images) | "stand-in"
     outputs: list
     extra: dict = field(default_factory=dict)
 
@@ -39,6 +40,11 @@ def prepare_real(ds: Dataset, manifest: dict, out_dir: Path) -> dict:
     p = ds.prepare
     files = _files(manifest)
     kind = p["kind"]
+    if manifest.get("image_set"):
+        from fedrepro.data.imagesets import prepare_imageset
+
+        src = next(s for s in ds.sources if s["name"] == manifest["image_set"]["source"])
+        return prepare_imageset(next(iter(files.values())), src["layout"])
     if kind == "idx":
         from fedrepro.data.images import prepare_idx
 
@@ -168,6 +174,16 @@ def recheck_raw_files(manifest: dict, downloads_dir: str | Path | None = None) -
             import json
 
             stamps = json.loads(cache.read_text())
+    if manifest.get("image_set"):
+        from fedrepro.data.imagesets import set_hashes
+
+        for name, rec in manifest["files"].items():
+            path = Path(rec["path"])
+            actual = set_hashes(path) if path.exists() else {"sha256": "(missing)"}
+            if actual["sha256"] != rec["sha256"]:
+                raise RawFileChanged(f"{path} (image set {name} of {fetched}) changed since it was verified: sha256 "
+                                     f"{actual['sha256']}, the manifest recorded {rec['sha256']}; {repair}")
+        return
     for name, rec in manifest.get("files", {}).items():
         path = Path(rec["path"])
         if not path.is_file():
@@ -199,10 +215,12 @@ def prepare(ds: Dataset, manifest: dict, out_dir: str | Path, *, on_missing: str
     import shutil
 
     shutil.rmtree(out_dir / "images", ignore_errors=True)      # image-folder datasets: no files of an earlier run
-    if manifest["status"] == REAL:
+    if manifest["status"] in (REAL, REENCODED):
         recheck_raw_files(manifest, downloads_dir)
         arrays = prepare_real(ds, manifest, out_dir)
-        status, extra = REAL, {"source": sorted({r["source"] for r in manifest["files"].values()})}
+        status, extra = manifest["status"], {"source": sorted({r["source"] for r in manifest["files"].values()})}
+        if manifest.get("image_set"):
+            extra["image_set"] = manifest["image_set"]
     elif on_missing == "error":
         raise DataUnavailable(unavailable_message(ds, manifest, scale=scale))
     else:

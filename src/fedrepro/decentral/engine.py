@@ -16,12 +16,13 @@ sync round (broadcast, A-26); a non-firing node sends 0 bits (A-25), plus `flag_
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
+from fedrepro.decentral.mixing import make_mixer
 from fedrepro.decentral.trigger import TriggerReference, trigger_mask
 
 
@@ -75,36 +76,14 @@ def method_config(method: str, *, gamma: float, beta: float = 0.9, k: int | None
                         weight_decay=weight_decay, lr_correction=lr_correction, **extra)
 
 
-def make_mixer(W: np.ndarray, dtype, device):
-    """Y -> W @ Y.  Sparse graphs (a ring: 3 non-zeros per row) gather the neighbours' rows instead of a dense
-    (n, n) @ (n, d) product; dense graphs use the matmul."""
-    W = np.asarray(W, dtype=np.float64)
-    n = W.shape[0]
-    nnz = (W != 0).sum(axis=1)
-    if nnz.max() * 4 > n:
-        Wt = torch.as_tensor(W, dtype=dtype, device=device)
-        return lambda Y: Wt @ Y
-    k = int(nnz.max())
-    idx = np.zeros((n, k), dtype=np.int64)
-    wts = np.zeros((n, k))
-    for i in range(n):
-        nz = np.flatnonzero(W[i])
-        idx[i, :nz.size], wts[i, :nz.size] = nz, W[i, nz]
-        idx[i, nz.size:] = i
-    cols = [(torch.as_tensor(idx[:, j], device=device), torch.as_tensor(wts[:, j], dtype=dtype, device=device)[:, None])
-            for j in range(k)]
-
-    def mix(Y):
-        out = cols[0][1] * Y[cols[0][0]]
-        for ix, w in cols[1:]:
-            out = out + w * Y[ix]
-        return out
-
-    return mix
-
-
 class DecentralEngine:
-    """State: X, V (n, d); one TrackedCopy x̂ per tensor segment.  `step(grad_fn)` runs one iteration."""
+    """State: X, V (n, d); one TrackedCopy x̂ per tensor segment.  `step(grad_fn)` runs one iteration.
+
+    X, V and the copies are updated in place in preallocated buffers (the grad_fn's result is only read). The
+    arithmetic is that of the plain formulas above, operation for operation (torch's alpha-add is a fused
+    multiply-add, so it is used exactly where the formulas were first written with it), so trajectories are
+    bit-identical to the straightforward implementation kept in benchmarks/reference/decentral_v0.py.
+    """
 
     def __init__(self, W: np.ndarray, x0: torch.Tensor, cfg: EngineConfig, lr, threshold=None,
                  segments: list[tuple[int, int]] | None = None, generator: torch.Generator | None = None):
@@ -115,6 +94,7 @@ class DecentralEngine:
         self.mix = make_mixer(np.asarray(W), self.dtype, self.device)
         self.X = x0.clone()
         self.V = torch.zeros_like(self.X)
+        self._step_buf = torch.empty_like(self.X)     # G + βV (Nesterov), G + wd X
         self.lr = lr
         self.threshold = threshold
         self.segments = segments or [(0, self.d)]
@@ -124,6 +104,9 @@ class DecentralEngine:
             if cfg.per_tensor_ratio is not None:
                 params = {"k": max(1, int(np.floor(cfg.per_tensor_ratio * (b - a) + 1e-9)))}
             self.copies.append(TrackedCopy(get_compressor(cfg.compressor, **params)))
+        # per segment, contiguous (n, d_l) scratch: x^{t+1/2} - x̂, and (x^{t+1/2} - x̂)² then W x̂ - x̂
+        self._diff, self._work = ([torch.empty(self.n, b - a, dtype=self.dtype, device=self.device)
+                                   for a, b in self.segments] for _ in range(2))
         self.S = [None] * len(self.segments)   # memory-efficient s_i per segment
         self.generator = generator
         self.reference = TriggerReference(cfg.trigger_reference)
@@ -154,59 +137,59 @@ class DecentralEngine:
         eta_prev = eta if self.eta_prev is None else self.eta_prev    # A-03
         G = grad_fn(self.X, t)
         if cfg.weight_decay:
-            G = G + cfg.weight_decay * self.X
+            G = torch.mul(self.X, cfg.weight_decay, out=self._step_buf).add_(G)   # G + wd X
         corr = (eta_prev / eta) if cfg.lr_correction else 1.0
-        self.V.mul_(cfg.beta * corr).add_(G)
+        self.V.mul_(cfg.beta * corr).add_(G)                          # v = β (η_{t-1}/η_t) v + g
         if cfg.nesterov:
-            Xh = self.X.add(torch.add(G, self.V, alpha=cfg.beta), alpha=-eta)
+            self.X.add_(torch.add(G, self.V, alpha=cfg.beta, out=self._step_buf), alpha=-eta)
         else:
-            Xh = self.X.add(self.V, alpha=-eta)
+            self.X.add_(self.V, alpha=-eta)                            # X is now x^{t+1/2}
         info = {"t": t, "eta": eta, "sync": False}
         if (t + 1) % cfg.H == 0:
-            info.update(self._sync(Xh, t, eta))
-        else:
-            self.X = Xh
+            info.update(self._sync(self.X, t, eta))
         self.eta_prev = eta
         self.t += 1
         return info
 
-    def _sync(self, Xh: torch.Tensor, t: int, eta: float) -> dict:
+    def _sync(self, X: torch.Tensor, t: int, eta: float) -> dict:
+        """x̂ ← x̂ + C(x^{t+1/2} - x̂) on the firing rows, then x ← x^{t+1/2} + γ (W x̂ - x̂), all in place in X."""
         cfg = self.cfg
         sq = torch.zeros(self.n, dtype=torch.float64, device=self.device)
-        for c, (a, b) in zip(self.copies, self.segments):
-            diff = Xh[:, a:b] if c.value is None else Xh[:, a:b] - c.value
-            sq += (diff * diff).sum(dim=1).to(torch.float64)
-        c_t = float(self.threshold(t, eta)) if self.threshold is not None else 0.0
-        drift = self.reference.drift(sq, Xh)           # ‖x^{t+1/2} - r_i‖², r_i per ch3:A-trigger-ref
-        fire = trigger_mask(drift, c_t, eta, self.first_sync, cfg.force_first)
-        self.reference.sent(Xh, fire)
-        self.first_sync = False
-        step_bits = np.zeros(self.n, dtype=np.int64)
-        X = Xh                      # a fresh tensor: updated in place segment by segment after its message
-        any_fire = bool(fire.any())
         for i, (c, (a, b)) in enumerate(zip(self.copies, self.segments)):
             if c.value is None:
                 c.value = torch.zeros(self.n, b - a, dtype=self.dtype, device=self.device)
+            diff = torch.sub(X[:, a:b], c.value, out=self._diff[i])
+            sq += torch.mul(diff, diff, out=self._work[i]).sum(dim=1).to(torch.float64)
+        c_t = float(self.threshold(t, eta)) if self.threshold is not None else 0.0
+        drift = self.reference.drift(sq, X)            # ‖x^{t+1/2} - r_i‖², r_i per ch3:A-trigger-ref
+        fire = trigger_mask(drift, c_t, eta, self.first_sync, cfg.force_first)
+        self.reference.sent(X, fire)                   # copies the rows: X is updated in place below
+        self.first_sync = False
+        step_bits = np.zeros(self.n, dtype=np.int64)
+        any_fire = bool(fire.any())
+        for i, (c, (a, b)) in enumerate(zip(self.copies, self.segments)):
+            q = None
             if any_fire:
-                out = c.update(Xh[:, a:b], self.generator, mask=None if fire.all() else fire)
+                out = c.apply_difference(self._diff[i], self.generator, mask=None if fire.all() else fire,
+                                         message=cfg.memory_efficient)
                 step_bits += out.bits
                 if self.ledger is not None:
                     self.ledger.record("p2p", out, step=t)
                 q = out.value
-            else:
-                q = None
-            xh_l = c.value
+            xh_l, mixed = c.value, self._work[i]
             if cfg.memory_efficient:
                 if self.S[i] is None:
                     self.S[i] = torch.zeros_like(xh_l)
                 if q is not None:
                     self.S[i] = self.S[i] + self.mix(q)
-                X[:, a:b] += cfg.gamma * (self.S[i] - xh_l)
+                torch.sub(self.S[i], xh_l, out=mixed)
             else:
-                X[:, a:b] += cfg.gamma * (self.mix(xh_l) - xh_l)
+                torch.sub(self.mix(xh_l, out=mixed), xh_l, out=mixed)
+            if cfg.gamma != 1.0:                    # γ (W x̂ - x̂); a product with 1.0 is exact, so it is skipped
+                mixed.mul_(cfg.gamma)
+            X[:, a:b] += mixed
         if cfg.flag_bits:
             step_bits += np.where(fire, 0, cfg.flag_bits)
-        self.X = X
         self.bits += step_bits
         self.n_sync += 1
         self.n_fired += fire
@@ -224,3 +207,4 @@ class DecentralEngine:
     def consensus_distance(self) -> float:
         m = self.X.mean(dim=0, keepdim=True)
         return float(((self.X - m) ** 2).sum() / self.n)
+

@@ -17,12 +17,51 @@ import pandas as pd
 import torch
 
 from fedrepro.comm.conventions import thesis_bits_per_step
-from fedrepro.decentral.engine import DecentralEngine, method_config
 from fedrepro.decentral.conventions import CONVENTIONS
+from fedrepro.decentral.engine import DecentralEngine, method_config
 from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
 from fedrepro.runtime import rng_stream
 
+# What `run` reads (thesis.yaml fig3_1 ... fig3_4_trigger), checked when the registry loads; format:
+# fedrepro/paramspec.py.  The T iterations: `T`, or `epochs` x `iters_per_epoch` (derived from the data if absent).
+PARAMETERS = {
+    "dataset": "str",                       # imagenet: streamed image folder (Fig. 3.1); else in memory
+    "model": "logreg|resnet20|resnet50",
+    "width?": "int>=1", "depth_blocks?": "int>=1",        # ResNet-20 proxies
+    "image_size?": "int>=8", "loader_workers?": "int>=0",  # image folder
+    "n": "int>=2",                          # nodes
+    "topology?": "ring|ring_third|complete|torus|erdos_renyi|er",
+    "partition?": "iid|sorted|two_classes",   # ch3:A-45: the heterogeneous split
+    "batch": "int>=1",                      # per node
+    "T?": "int>=1", "epochs?": "float>0", "iters_per_epoch?": "int>=1",
+    "eval_every?": "int>=1", "eval_every_epochs?": "float>0",
+    "train_eval?": "int>=1|null", "test_eval?": "int>=1|null",
+    "augment?": "bool",
+    "H": "int>=1",                          # SQuARM local steps
+    "lr": {"kind?": "inverse|constant|warmup_piecewise", "a?": "float", "b?": "float", "value?": "float>0",
+           "base?": "float>0", "warmup_epochs?": "float>=0", "start?": "float>=0", "milestones?": "list[float>=0]",
+           "factor?": "float>0", "mode?": "linear|choco_scaleup", "scaleup?": "float>0"},
+    "beta?": "float>=0<1", "lr_correction?": "bool", "weight_decay?": "float>=0",
+    "trigger?": ("null", {"kind?": "none|constant|sqrt_step|piecewise_epoch", "c?": "float>=0",
+                          "c0?": "float>=0", "every?": "int>=1", "step?": "float>=0", "every_epochs?": "float>0",
+                          "n_steps?": "int>=0", "cap_inv_lr?": "float>0|null"}),
+    "trigger_calibrate?": "bool",           # A-22: rescale the schedule from one epoch's drift
+    "trigger_scale?": "float>=0",
+    "trigger_scales?": "list[float>=0]",    # one SQuARM run per threshold scale (the sweep)
+    "k?": "int>=1", "ratio?": "float>0<=1",  # Top-k entries, or the fraction of each tensor
+    "methods": "list[squarm|squarm_noet|choco_sign|choco_topk|vanilla]",     # fedrepro.decentral.engine.METHODS
+    "gamma?": {"squarm?": "float>0", "squarm_noet?": "float>0", "choco_sign?": "float>0", "choco_topk?": "float>0",
+               "vanilla?": "float>0"},
+    "tune_gamma?": "bool", "gamma_grid?": "list[float>0]", "tune_frac?": "float>0<=1",
+    "gamma_grid_runs?": "bool",             # ch3:A-10: run every gamma of the grid over the whole horizon
+    "trigger_references?": "list[copy|last_sent]",  # ch3:A-trigger-ref: one run per trigger reference
+    "trigger_reference?": "copy|last_sent",
+    "seeds?": "int>=1",
+    # recorded with the run, read by no code: the figure's target lives in the artifact's parameters, the link
+    # model's constants in fedrepro.decentral.linkmodel
+    "target?": "float", "link_rate?": "float>0", "tau_oh?": "float>=0",
+}
 
 
 def _torch_gen(seed: int, *keys, device: str | torch.device = "cpu") -> torch.Generator:
@@ -86,13 +125,23 @@ class MnistTask:
         self.xe, self.ye = self.x[idx], self.y[idx]
         self.n, self.d, self.dtype = n, self.x.shape[1] * self.C, dtype
         self.segments = [(0, self.d)]
+        self._gbuf: torch.Tensor | None = None
 
     def x0(self) -> torch.Tensor:
         return torch.zeros(self.n, self.d, dtype=self.dtype)
 
     def grad(self, X: torch.Tensor, t: int) -> torch.Tensor:
+        """The minibatch gradient, written into a buffer of the task: valid until the next call."""
         idx = self.sampler()
-        return self._grad(X, self.x[idx], self.y[idx], self.C)
+        flat = idx.reshape(-1)
+        xb = self.x.index_select(0, flat).view(*idx.shape, -1)      # a row copy; advanced indexing is 4x slower
+        yb = self.y.index_select(0, flat).view(idx.shape)
+        if X.device.type != "cpu" or X.requires_grad:
+            return self._grad(X, xb, yb, self.C)
+        if self._gbuf is None or self._gbuf.shape != X.shape or self._gbuf.dtype != X.dtype:
+            self._gbuf = torch.empty_like(X)
+            self._xt = np.empty((idx.shape[0], xb.shape[2], idx.shape[1]), dtype=xb.numpy().dtype)
+        return self._grad(X, xb, yb, self.C, out=self._gbuf, xt=self._xt)
 
     @torch.no_grad()
     def evaluate(self, w: torch.Tensor) -> dict:

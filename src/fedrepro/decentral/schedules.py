@@ -4,7 +4,7 @@ global iteration t; `iters_per_epoch` converts to epochs e = t // iters_per_epoc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)

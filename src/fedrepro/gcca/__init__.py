@@ -11,8 +11,12 @@ Spec: shared/specs/gcca_cutemaxvar.md (§2-§3.5, §3.8, §4, §5.1-§5.6).  Mod
 - ``experiments`` the runs behind Figs. 3-8 and Table I (tidy long rows)
 """
 
+from fedrepro.lazy import lazy_getattr
+
 # Names resolve lazily (PEP 562): importing one module of the package does not import the others, so start-up
 # stays fast and a job's code dependencies (derived from imports) stay the modules it really uses.
+# Not here: functions named like their module (`optimum`, `prepare`, ...): once the submodule is imported,
+# Python binds the package attribute to the module; import them from the module itself.
 _EXPORTS = {
     "DenseViews": "fedrepro.gcca.views",
     "EngineConfig": "fedrepro.gcca.engine",
@@ -20,20 +24,12 @@ _EXPORTS = {
     "SparseViews": "fedrepro.gcca.views",
     "dense_views": "fedrepro.gcca.generators",
     "maxvar_objective": "fedrepro.gcca.objective",
-    "mvlsa": "fedrepro.gcca.mvlsa",
-    "optimum": "fedrepro.gcca.optimum",
     "polar": "fedrepro.gcca.objective",
     "run_maxvar": "fedrepro.gcca.engine",
     "sparse_views": "fedrepro.gcca.generators",
 }
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 __all__ = sorted(_EXPORTS)

@@ -22,8 +22,8 @@ J x K matrices are small); the networks run in ``dtype`` (float32 by default, A-
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch

@@ -12,7 +12,7 @@ Streams (fedrepro.runtime.rng_stream): data (seed, experiment, trial, "train"|"t
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,23 @@ import torch
 
 from fedrepro.gcca.deep import DeepConfig, run_deep, test_representation
 from fedrepro.runtime import rng_stream
+
+# What `deep_toy` and `ehr` read (gcca.yaml), checked when the registry loads; format: fedrepro/paramspec.py.
+_DEEP = {
+    "K": "int>=1", "hidden": "list[int>=1]", "T": "int>=1", "batch": "int>=1", "lr": "float>0",
+    "q": "int>=2",                          # CuteMaxVar bits per entry (AltMaxVar runs beside it)
+    "R": "int>=1", "trials": "int>=1",
+    "loss_form?": "sq|nonsq", "inner_unit?": "steps|epochs", "dtype?": "float32|float64",
+}
+DEEP_TOY_PARAMETERS = {**_DEEP, "J": "int>=2", "J_test": "int>=2"}
+EHR_PARAMETERS = {
+    **_DEEP,
+    "n_test": "int>=1",
+    "log1p?": "bool",
+    "svm_feature_scaling?": "none|sqrtJ",
+    "within_group_shuffle_per_view?": "bool",
+    "tsne_seed?": "int>=0",
+}
 
 COLUMNS = ["kind", "method", "q", "seed", "step", "metric", "value", "view", "x", "y", "label"]
 

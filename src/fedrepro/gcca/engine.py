@@ -106,7 +106,9 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
 
     _callback(0)
     if want[0]:
-        objective.append(maxvar_objective(M, G)); times.append(clock); times_max.append(clock_max)
+        objective.append(maxvar_objective(M, G))
+        times.append(clock)
+        times_max.append(clock_max)
     with np.errstate(over="ignore", invalid="ignore"):
         for r in range(cfg.R):
             t0 = time.perf_counter()
@@ -117,10 +119,10 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
                     Q -= alpha * views.full_gradient(Q, XtG)
             else:
                 for _ in range(cfg.T):
-                    rows = sample_rows(rng_sgd, I, J, cfg.batch)
+                    rows = sample_rows(rng_sgd, I, J, cfg.batch, increasing=True)
                     Q -= alpha * views.batch_gradient(rows, Q, Ghat)
             M = views.apply(Q)
-            msg_up = up.update(M, rng_comp)
+            msg_up = up.apply_difference(M - up.value, rng_comp)   # = up.update(M, rng_comp), in place
             t1 = time.perf_counter()
             Y = up.value.sum(axis=0)
             if cfg.center:
@@ -128,14 +130,16 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
             if cfg.prox_weight:
                 Y = Y + cfg.prox_weight * G
             G = polar(Y)
-            msg_down = down.update(G, rng_comp)
+            msg_down = down.apply_difference(G - down.value, rng_comp)
             t2 = time.perf_counter()
             ledger.record("up", msg_up, step=r + 1)
             ledger.record("down", msg_down, step=r + 1)
             clock += (t1 - t0) / I + (t2 - t1)
             clock_max += (t1 - t0) / I + (t2 - t1)
             if want[r + 1]:
-                objective.append(maxvar_objective(M, G)); times.append(clock); times_max.append(clock_max)
+                objective.append(maxvar_objective(M, G))
+                times.append(clock)
+                times_max.append(clock_max)
             _callback(r + 1)
 
     _, up_bits = ledger.cumulative("up")

@@ -19,6 +19,17 @@ from scipy.sparse.linalg import svds
 
 from fedrepro.gcca.objective import maxvar_objective
 
+# What `run` reads (gcca.yaml europarl), checked when the registry loads; format: fedrepro/paramspec.py.
+PARAMETERS = {
+    "languages": "list[str]",               # one view per language
+    "n_train": "int>=1", "n_test": "int>=1", "n_features": "int>=1",
+    "K": "int>=1", "K_tilde": "int>=1", "T": "int>=1",
+    "batch?": "int>=1|null",                # SGD minibatch; null: full gradient
+    "q": "int>=2",                          # CuteMaxVar bits per entry
+    "R": "int>=1", "R_vstar": "int>=1",     # iterations; of the long uncompressed run that gives v*
+    "ac_every": "int>=1", "ac_test?": "int>=1",   # alignment accuracy: every so many iterations, on this many rows
+}
+
 
 def hash_features(sentences: list[str], n_features: int = 2**19) -> sp.csr_matrix:
     from sklearn.feature_extraction.text import HashingVectorizer
@@ -106,7 +117,9 @@ def sparse_mvlsa(views: HashedViews, K: int, K_tilde: int) -> SparseMvlsa:
         k = min(K_tilde, min(x.shape) - 1)
         U, s, Vt = svds(x, k=k, random_state=0)
         keep = s > 1e-10 * s.max()
-        Us.append(U[:, keep]); Ss.append(s[keep]); Vs.append(Vt[keep].T)
+        Us.append(U[:, keep])
+        Ss.append(s[keep])
+        Vs.append(Vt[keep].T)
     W = np.concatenate(Us, axis=1)
     evals, evecs = np.linalg.eigh(W.T @ W)
     top = np.argsort(evals)[::-1][:K]

@@ -3,6 +3,8 @@
 Parameters (the registry's resolved configuration):
   J, N, D, K, I (or I_values: a list, Fig. 7), nu, K_tilde, T, R, trials, sparse (bool) with d_Z, d_A, d_E,
   record ("all": every step; "log": every step up to 300, then 80 log-spaced steps),
+  record_objective ("all": the objective at every step whatever `record` says, so that crossings after step 300
+  stay exact, e.g. Fig. 3's randn start at R = 4000; time and bpv keep `record`),
   variants: [{label, q (null: AltMaxVar), batch (null: full gradient), start (warm|randn)}].
 Streams (fedrepro.runtime.rng_stream): data  (seed, experiment, trial[, I], "data"),
   random start (seed, experiment, trial[, I], "init"), per variant (..., label, "sgd" | "compressor").
@@ -13,7 +15,7 @@ reference rows (variant "reference", metrics v_star, mvlsa, density, lambda_K, l
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -23,6 +25,23 @@ from fedrepro.gcca.generators import dense_views, sparse_views
 from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.gcca.optimum import optimum
 from fedrepro.runtime import rng_stream
+
+# What `run` reads (gcca.yaml fig3-fig8), checked when the registry loads; format: fedrepro/paramspec.py.
+PARAMETERS = {
+    "J": "int>=1", "N": "int>=1", "D": "int>=1", "K": "int>=1", "K_tilde": "int>=1",
+    "I": "int>=2",                          # views (nodes)
+    "I_values?": "list[int>=2]",            # Fig. 7: one run per I (replaces I)
+    "nu": "float>=0",
+    "sparse?": "bool", "d_Z?": "float>0<=1", "d_A?": "float>0<=1", "d_E?": "float>0<=1",   # sparse views (Fig. 8)
+    "T": "int>=1", "R": "int>=1", "trials": "int>=1",
+    "prox_weight?": "float>=0",
+    "record?": "all|log",
+    "record_objective?": "all|log",         # "all": the objective at every step whatever `record` says (Fig. 3, paper)
+    "variants": [{"label": "str",
+                  "q": "int>=2|null",       # CuteMaxVar bits per entry; null: AltMaxVar
+                  "batch": "int>=1|null",   # SGD minibatch; null: full gradient
+                  "start?": "warm|randn"}],
+}
 
 COLUMNS = ["variant", "method", "start", "q", "batch", "I", "seed", "step", "metric", "value", "bits_up", "bits_down"]
 
@@ -43,10 +62,20 @@ def _views(p: dict, rng: np.random.Generator, I: int):
     return dense_views(rng, p["J"], p["N"], p["D"], I, p["nu"])
 
 
+def random_start(rng: np.random.Generator, I: int, N: int, J: int, K: int) -> np.ndarray:
+    """The "randn" start Q_i^(0) (A-19) in the authors' convention.
+
+    The authors' drivers (small_1.m) draw randn in their scaled variable Q' = sqrt(J) Q (their objective is
+    1/2 ||X Q' / sqrt(J) - G||^2), so in the paper's unscaled Q the start is N(0, 1/J):
+    E ||X_i Q_i^(0)||^2 = K tr(X_i^T X_i) / J, J times smaller than a N(0, 1) draw (issue 17)."""
+    return rng.standard_normal((I, N, K)) / np.sqrt(J)
+
+
 def run_experiment(experiment: str, p: dict, progress: Callable | None = None) -> pd.DataFrame:
     seed = int(p["seed"])
     I_values = p.get("I_values") or [p["I"]]
     record = record_steps(int(p["R"]), p.get("record", "all"))
+    dense_objective = p.get("record_objective", p.get("record", "all")) == "all"
     jobs = [(t, I) for t in range(int(p["trials"])) for I in I_values]
     frames = []
     for trial, I in (progress(jobs) if progress else jobs):
@@ -63,20 +92,21 @@ def run_experiment(experiment: str, p: dict, progress: Callable | None = None) -
         frames.append(pd.DataFrame({"variant": "reference", "method": "reference", "start": "", "q": 0, "batch": 0,
                                     "I": I, "seed": trial, "step": 0, "metric": list(ref), "value": list(ref.values()),
                                     "bits_up": 0, "bits_down": 0}))
-        randn = rng_stream(*key, "init").standard_normal((I, views.N, K))
+        randn = random_start(rng_stream(*key, "init"), I, views.N, views.J, K)
         for v in p["variants"]:
             batch = v.get("batch")
             cfg = EngineConfig(K=K, R=int(p["R"]), T=int(p["T"]), batch=batch, q=v.get("q"),
-                               prox_weight=float(p.get("prox_weight", 0.0)), record=record)
+                               prox_weight=float(p.get("prox_weight", 0.0)), record=None if dense_objective else record)
             Q0 = warm.Q if v.get("start", "warm") == "warm" else randn
             res = run_maxvar(views, Q0, cfg, rng_stream(*key, v["label"], "sgd"), rng_stream(*key, v["label"], "compressor"))
-            n = len(res.steps)
             base = {"variant": v["label"], "method": cfg.method, "start": v.get("start", "warm"),
                     "q": 32 if cfg.q is None else cfg.q, "batch": views.J if batch is None else min(batch, views.J),
                     "I": I, "seed": trial}
+            thin = np.ones(len(res.steps), bool) if record is None else np.isin(res.steps, record)
             for metric, values in (("objective", res.objective), ("time", res.time), ("bpv", res.bpv)):
-                frames.append(pd.DataFrame({**base, "step": res.steps, "metric": [metric] * n, "value": values,
-                                            "bits_up": res.bits_up, "bits_down": res.bits_down}))
+                keep = np.ones(len(res.steps), bool) if metric == "objective" else thin
+                frames.append(pd.DataFrame({**base, "step": res.steps[keep], "metric": metric, "value": values[keep],
+                                            "bits_up": res.bits_up[keep], "bits_down": res.bits_down[keep]}))
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 

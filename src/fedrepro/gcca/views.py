@@ -18,12 +18,38 @@ import scipy.sparse as sp
 RANK_CUTOFF = 1e-10  # relative eigenvalue cut-off of the pseudo-inverse (spec §3.3)
 
 
-def sample_rows(rng: np.random.Generator, n_views: int, J: int, batch: int) -> np.ndarray:
-    """(I, batch) row indices, uniform without replacement, drawn independently per view (spec §3.1.3)."""
+def sample_rows(rng: np.random.Generator, n_views: int, J: int, batch: int, increasing: bool = False) -> np.ndarray:
+    """(I, batch) row indices, uniform without replacement, drawn independently per view (spec §3.1.3): per view
+    the rows of the `batch` smallest of J uniform keys.
+
+    ``increasing=True``: the same rows (the same random stream) in increasing order, found about ten times
+    faster than by a full partition; a sparse row slice is then also three times faster (sequential memory).
+    Sums over the minibatch then run in another order, so results agree with the default to rounding only."""
     keys = rng.random((n_views, J))
     if batch >= J:
         return np.tile(np.arange(J), (n_views, 1))
+    if increasing:
+        return np.stack([_smallest_keys_increasing(k, batch) for k in keys])
     return np.argpartition(keys, batch, axis=1)[:, :batch]
+
+
+def _smallest_keys_increasing(keys: np.ndarray, batch: int) -> np.ndarray:
+    """Indices of the `batch` smallest of the U[0, 1) keys, in increasing order.
+
+    The batch-th smallest of J uniforms is within 6 standard deviations of batch/J except with probability
+    ~1e-9, so it is found among the few keys below that bound (a full partition otherwise); the rows are then
+    those with a key at or below it. A tie at the threshold (a float64 draw repeated) falls back to argpartition."""
+    J = keys.size
+    p = batch / J
+    bound = p + 6.0 * np.sqrt(p * (1.0 - p) / J) + 1.0 / J
+    cand = np.flatnonzero(keys < bound)
+    if cand.size < batch:
+        cand = np.arange(J)
+    kth = np.partition(keys[cand], batch - 1)[batch - 1]
+    rows = cand[keys[cand] <= kth]
+    if rows.size != batch:
+        rows = np.sort(np.argpartition(keys, batch)[:batch])
+    return rows
 
 
 @dataclass

@@ -2,6 +2,8 @@
 (He et al. 2016, option-A shortcuts, width multiplier), ResNet-50 (torchvision, no pretrained weights), and
 helpers to train n copies of a torch module at once as one stacked parameter matrix (torch.func)."""
 
+from fedrepro.lazy import lazy_getattr
+
 # Names resolve lazily (PEP 562): importing one module of the package does not import the others, so start-up
 # stays fast and a job's code dependencies (derived from imports) stay the modules it really uses.
 _EXPORTS = {
@@ -13,13 +15,7 @@ _EXPORTS = {
     "softmax_regression_predict": "fedrepro.models.logreg",
 }
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 __all__ = sorted(_EXPORTS)

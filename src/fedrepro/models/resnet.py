@@ -4,7 +4,6 @@ random init, no pretrained weights)."""
 
 from __future__ import annotations
 
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 

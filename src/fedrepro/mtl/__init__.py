@@ -11,6 +11,8 @@ Spec: shared/specs/thesis_ch4_ch5.md PART I.  Modules:
 - ``experiments``  Figs. 4.1 and 4.2: instances, the eight schemes, logging, bit savings
 """
 
+from fedrepro.lazy import lazy_getattr
+
 # Names resolve lazily (PEP 562): importing one module of the package does not import the others, so start-up
 # stays fast and a job's code dependencies (derived from imports) stay the modules it really uses.
 _EXPORTS = {
@@ -26,13 +28,7 @@ _EXPORTS = {
     "two_point_estimate": "fedrepro.mtl.zeroth_order",
 }
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 __all__ = sorted(_EXPORTS)

@@ -28,6 +28,32 @@ from fedrepro.mtl.projection import project_ball, project_shrunk
 from fedrepro.mtl.reference import qcqp_optimum
 from fedrepro.runtime import rng_stream
 
+# What `run` reads (thesis.yaml fig4_1 / fig4_2), checked when the registry loads; format: fedrepro/paramspec.py.
+PARAMETERS = {
+    "problem": "qcqp|logistic",
+    "n": "int>=2",                          # nodes
+    "d": "int>=1",                          # dimension of each node's x
+    "p": "float>0<=1",                      # Erdős–Rényi edge probability
+    "R": "float>0",                         # feasible ball radius R / sqrt(n)
+    "c_range": "list[float, float]",        # [low, high] of the constraint levels c_ij
+    "df?": "int>=1",                        # QCQP: degrees of freedom of the Wishart matrices
+    "scalar_mean?": "bool",                 # QCQP
+    "spread?": "float>=0",                  # logistic
+    "n_test?": "int>=1",                    # logistic
+    "batch?": "int>=1",                     # logistic: samples per stochastic gradient
+    "eta": "float>0",
+    "delta": "float>=0",
+    "zeta": "float>0",
+    "T": "int>=1",                          # iterations
+    "T_max?": "int>=1|null",                # a cap on T (quick and smoke scales)
+    "k": "int>=1",                          # Top-k / Sign∘Top-k entries
+    "runs?": "int>=1",                      # independent instances
+    "n_log?": "int>=2",                     # logged iterations
+    "schemes?": "list[vanilla|sign|topk|sign_topk]",
+    "feedbacks?": "list[sample|bandit]",
+    "tau?": "float>0",                      # target gap of the figure (fedrepro.mtl.artifacts)
+}
+
 SCHEMES = ("vanilla", "sign", "topk", "sign_topk")
 FEEDBACKS = ("sample", "bandit")
 CONVENTIONS = {"bits_measured": None, "bits_P": "P", "bits_F": "F"}

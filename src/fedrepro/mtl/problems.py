@@ -15,7 +15,6 @@ from numpy.polynomial.hermite_e import hermegauss
 
 from fedrepro.mtl.graph import Graph
 
-
 # ---- pairwise constraints -------------------------------------------------------------------------
 
 def edge_values(X: np.ndarray, graph: Graph, c: np.ndarray) -> np.ndarray:

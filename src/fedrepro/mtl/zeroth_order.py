@@ -9,7 +9,7 @@ The thesis prints d/(2ξ); it must be d/(2ζ) (spec §1.3.2).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -14,8 +14,8 @@ import importlib.metadata
 import json
 import platform
 import subprocess
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from fedrepro.io import write_json
 from fedrepro.provenance.hashing import hash_config, hash_tree, sha256_file
@@ -73,13 +73,27 @@ def _input_record(path: Path) -> dict:
     return rec
 
 
+# What data a result was made from, best first: the official data; the real images through a lossy codec (a JPEG
+# copy of CIFAR-10: judged, with a caveat); a synthetic stand-in (not comparable with the paper).
+DATA_KINDS = ("real", "real-reencoded", "stand-in")
+
+
+def worse_data_kind(a: str | None, b: str | None) -> str | None:
+    """The less faithful of two data kinds (a result is only as real as its least real input)."""
+    if a is None or b is None:
+        return b if a is None else a
+    rank = {k: i for i, k in enumerate(DATA_KINDS)}
+    return a if rank.get(a, 0) >= rank.get(b, 0) else b
+
+
 def inherited_data_status(inputs: Iterable[str | Path]) -> dict:
-    """Union of the ``data`` maps of the inputs' sidecars: dataset -> 'real' | 'stand-in'."""
+    """Union of the ``data`` maps of the inputs' sidecars: dataset -> 'real' | 'real-reencoded' | 'stand-in'
+    (the worst kind any input records for that dataset)."""
     status: dict = {}
     for p in inputs:
         sc = read_sidecar(p)
         for name, kind in ((sc or {}).get("data") or {}).items():
-            status[name] = "stand-in" if "stand-in" in (kind, status.get(name)) else kind
+            status[name] = worse_data_kind(status.get(name), kind)
     return status
 
 

@@ -5,9 +5,9 @@ have a sidecar at all.  The error names the file, both hashes and the command th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterable
 
 from fedrepro.provenance.hashing import sha256_file
 from fedrepro.provenance.sidecar import SIDECAR_SUFFIX, read_sidecar

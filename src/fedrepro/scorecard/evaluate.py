@@ -5,6 +5,8 @@ Verdicts:
   reproduced-qualitatively   outside the band, but the claim's ``qualitative`` check holds
   not-reproduced             neither
   not-comparable             stand-in data, or a scale where the claim has no band
+Data kinds (the artifact sidecar's ``data`` map): real; real-reencoded (the real images through a lossy codec,
+e.g. a JPEG copy of CIFAR-10: judged, the caveat leads the detail); stand-in (every verdict not-comparable).
   not-run                    the number could not be computed (row missing, data unavailable)
 """
 
@@ -65,10 +67,63 @@ def _where(frame: pd.DataFrame, claim: dict, source: str) -> pd.DataFrame:
 
 
 def _holds(frame: pd.DataFrame, claim: dict, field: str, source: str) -> tuple[bool, str]:
+    """Whether the expression holds on every selected row, and a detail that names what failed."""
     result = np.asarray(_evaluate(frame, claim, field, source), dtype=bool)
-    if result.ndim == 0:
-        return bool(result), ""
-    return bool(result.all()), f"{int(result.sum())}/{result.size} rows hold"
+    ok = bool(result.all())
+    if ok:
+        return True, "" if result.ndim == 0 else f"{int(result.sum())}/{result.size} rows hold"
+    read = compile_expression(claim[field], field=field, claim=claim["id"], source=source).columns
+    return False, failure_detail(frame, result, [c for c in frame.columns if str(c) in read])
+
+
+# Row labels: columns that never identify a row (bookkeeping, spreads).
+_NOT_KEYS = ("configuration",)
+_MAX_SHOWN = 4      # failing rows named in a detail
+_MAX_VALUES = 8     # values of one column shown for an aggregate that failed
+
+
+def row_keys(frame: pd.DataFrame, exclude=()) -> list[str]:
+    """The first columns (in the CSV's order, at most two) that tell the rows apart: what a reader calls a row.
+
+    Artifact CSVs put their keys first (method, scheme, snr_db, ...); the values the claim reads, spreads
+    (`*_std`, `*_sd`) and columns that tell no more rows apart than the keys already chosen (constants, n2 beside
+    n1) are skipped."""
+    keys: list[str] = []
+    told_apart = 1
+    for col in frame.columns:
+        name = str(col)
+        if name in _NOT_KEYS or col in exclude or name.endswith(("_std", "_sd")):
+            continue
+        distinct = len(frame.drop_duplicates(subset=[*keys, col]))
+        if distinct <= told_apart:
+            continue
+        keys.append(col)
+        told_apart = distinct
+        if len(keys) == 2 or distinct == len(frame):
+            break
+    return keys
+
+
+def _values(series: pd.Series) -> str:
+    shown = ", ".join(_fmt(v) for v in series.iloc[:_MAX_VALUES])
+    return f"[{shown}{', …' if len(series) > _MAX_VALUES else ''}]"
+
+
+def failure_detail(frame: pd.DataFrame, result: np.ndarray, read: list[str]) -> str:
+    """Name what failed: the failing rows (a row-wise expression) with the values the claim reads, or, for one
+    verdict over all rows (an ordering, an aggregate), the values it was computed from."""
+    keys = row_keys(frame, exclude=read)
+    if result.ndim == 1 and result.size == len(frame) and len(frame):
+        bad = frame[~result]
+        items = []
+        for _, row in bad.head(_MAX_SHOWN).iterrows():
+            label = ", ".join(f"{k}={_fmt(row[k])}" for k in keys)
+            values = ", ".join(f"{c}={_fmt(row[c])}" for c in read)
+            items.append(f"{label}: {values}" if label else values)
+        more = f"; +{len(bad) - _MAX_SHOWN} more" if len(bad) > _MAX_SHOWN else ""
+        return f"fails at {len(bad)}/{len(frame)} rows: " + "; ".join(items) + more
+    shown = [f"{c} = {_values(frame[c])}" for c in [*keys, *read]]
+    return "fails on " + ("; ".join(shown) if shown else f"{len(frame)} rows")
 
 
 def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
@@ -108,8 +163,10 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
                 if band is None:
                     yield cid, paper, ours, "not-comparable", f"no band at scale {scale}"
                 else:
-                    verdict = "reproduced" if within(ours, paper, band) else "not-reproduced"
-                    yield cid, paper, ours, verdict, f"ratio {ours / paper:.3g}" if paper else ""
+                    ok = within(ours, paper, band)
+                    ratio = f"ratio {ours / paper:.3g}" if paper else f"ours {_fmt(ours)}"
+                    yield (cid, paper, ours, "reproduced" if ok else "not-reproduced",
+                           ratio if ok else f"{ratio}, outside {_band_text(band)}")
     elif kind == "value":
         require_columns(data, [claim["column"]], claim=claim["id"], field="column", source=source)
         sel = _where(data, claim, source)
@@ -123,12 +180,22 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
             return
         if isinstance(paper, str):
             raise ValueError(f"claim {claim['id']}: paper_value must be a number for kind 'value'")
+        rows = f" (mean over {len(sel)} rows)" if len(sel) > 1 else ""
+        if math.isnan(ours):
+            miss = f"our value is undefined (nan: not reached or not computed in this run); the paper's is {_fmt(paper)}"
+        else:
+            miss = f"{_fmt(ours)}{rows} vs the paper's {_fmt(paper)}: " + (
+                f"ratio {ours / paper:.3g}" if paper else f"off by {_fmt(ours - paper)}") + f", outside {_band_text(band)}"
         if within(ours, paper, band):
             yield claim["id"], paper, ours, "reproduced", ""
-        elif claim.get("qualitative") and _holds(sel, claim, "qualitative", source)[0]:
-            yield claim["id"], paper, ours, "reproduced-qualitatively", f"qualitative check holds: {claim['qualitative']}"
+        elif claim.get("qualitative"):
+            ok, why = _holds(sel, claim, "qualitative", source)
+            if ok:
+                yield claim["id"], paper, ours, "reproduced-qualitatively", f"qualitative check holds: {claim['qualitative']}"
+            else:
+                yield claim["id"], paper, ours, "not-reproduced", f"{miss}; qualitative check {claim['qualitative']} {why}"
         else:
-            yield claim["id"], paper, ours, "not-reproduced", ""
+            yield claim["id"], paper, ours, "not-reproduced", miss
     else:  # predicate
         sel = _where(data, claim, source)
         if sel.empty:
@@ -139,30 +206,50 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
             ours = "; ".join(_fmt(v) for v in np.atleast_1d(_evaluate(sel, claim, "ours", source)))
         else:
             ours = "holds" if ok else "fails"
+        paper = claim.get("paper_value", "holds")
         if band is None:
-            yield claim["id"], claim.get("paper_value", "holds"), ours, "not-comparable", f"no band at scale {scale}; {detail}"
+            yield claim["id"], paper, ours, "not-comparable", f"no band at scale {scale}; {detail}"
         elif ok:
-            yield claim["id"], claim.get("paper_value", "holds"), ours, "reproduced", detail
-        elif claim.get("qualitative") and _holds(sel, claim, "qualitative", source)[0]:
-            yield claim["id"], claim.get("paper_value", "holds"), ours, "reproduced-qualitatively", detail
+            yield claim["id"], paper, ours, "reproduced", detail
+        elif claim.get("qualitative"):
+            q_ok, q_detail = _holds(sel, claim, "qualitative", source)
+            if q_ok:
+                yield claim["id"], paper, ours, "reproduced-qualitatively", f"{detail}; qualitative check holds"
+            else:
+                yield claim["id"], paper, ours, "not-reproduced", f"{detail}; qualitative check {q_detail}"
         else:
-            yield claim["id"], claim.get("paper_value", "holds"), ours, "not-reproduced", detail
+            yield claim["id"], paper, ours, "not-reproduced", detail
+
+
+def artifact_configurations(registry, paper: str, artifact: str, scale: str | None = None) -> list[str]:
+    """The configurations an artifact's runs are made under at `scale` (every scale it is built at: None)."""
+    entry = registry.artifact(paper, artifact)
+    scales = [scale] if scale else entry["scales"]
+    return list(dict.fromkeys(c for s in scales for exp in entry["experiments"]
+                              for c in registry.configurations(paper, exp, s)))
 
 
 def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str, artifact: str, scale: str,
-                    data_status: dict | None, source: str | None = None) -> pd.DataFrame:
+                    data_status: dict | None, source: str | None = None,
+                    configurations: list[str] | None = None) -> pd.DataFrame:
     """Scorecard rows of one artifact.  `data` is the artifact's CSV (None when it was not built).
 
     `source` names the registry file in error messages (default: config/papers/<paper>.yaml).
+    `configurations` (see `artifact_configurations`) labels the rows of data without a `configuration` column,
+    so that no row has a blank configuration.
     """
     source = source or claim_source(paper)
+    label = ", ".join(configurations or []) or "(one)"
     stand_in = any(v == "stand-in" for v in (data_status or {}).values())
-    data_label = "stand-in" if stand_in else "real"
+    reencoded = sorted(k for k, v in (data_status or {}).items() if v == "real-reencoded")
+    data_label = "stand-in" if stand_in else "real-reencoded" if reencoded else "real"
+    caveat = (f"re-encoded images ({', '.join(reencoded)}: the real images through a lossy JPEG codec, every pixel off "
+              f"by the coding error); ") if reencoded else ""
     rows = []
     for claim in claims:
         if data is None:
             rows.append([paper, claim["id"], artifact, claim["statement"], claim.get("paper_value", ""), "", "not-run",
-                         "", data_label, scale, _band_text(claim["tolerance"].get(scale)), "artifact not built"])
+                         label, data_label, scale, _band_text(claim["tolerance"].get(scale)), "artifact not built"])
             continue
         if "configuration" in data:
             configs = claim.get("configurations") or list(dict.fromkeys(data["configuration"]))
@@ -173,8 +260,10 @@ def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str
             for cid, paper_value, ours, verdict, detail in _claim_rows(claim, sub, scale, source):
                 if stand_in and verdict != "not-run":
                     verdict, detail = "not-comparable", "stand-in data; " + detail
+                elif caveat and verdict != "not-run":
+                    detail = caveat + detail
                 rows.append([paper, cid, artifact, claim["statement"], _fmt(paper_value), _fmt(ours), verdict,
-                             config or "", data_label, scale, _band_text(claim["tolerance"].get(scale)), detail])
+                             config or label, data_label, scale, _band_text(claim["tolerance"].get(scale)), detail])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -186,8 +275,9 @@ def unbuilt_artifact_rows(registry, scale: str) -> pd.DataFrame:
         for artifact, entry in reg["artifacts"].items():
             if scale in entry["scales"]:
                 continue
+            configs = ", ".join(artifact_configurations(registry, paper, artifact)) or "(one)"
             for claim in registry.claims(paper, artifact):
                 rows.append([paper, claim["id"], artifact, claim["statement"], _fmt(claim.get("paper_value", "")), "",
-                             "not-run", "", "", scale, _band_text(claim["tolerance"].get(scale)),
+                             "not-run", configs, "", scale, _band_text(claim["tolerance"].get(scale)),
                              f"artifact built only at scale(s) {', '.join(entry['scales'])}"])
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -24,8 +24,8 @@ import ast
 import difflib
 import functools
 import types
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 import numpy as np
 import pandas as pd

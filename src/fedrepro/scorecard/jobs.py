@@ -17,28 +17,37 @@ def judge_artifact(wildcards, inputs, output: str, log_file: str, rule: str = "c
     from fedrepro.pipeline import local_job
     from fedrepro.provenance import read_sidecar
     from fedrepro.registry import Registry
-    from fedrepro.scorecard.evaluate import evaluate_claims
+    from fedrepro.scorecard.evaluate import artifact_configurations, evaluate_claims
 
     paper, artifact, scale, data = wildcards.paper, wildcards.artifact, wildcards.scale, inputs.data
     with local_job(rule, log_file, inputs=[data]) as job:     # never judge numbers changed since they were made
-        claims = Registry.load(".").claims(paper, artifact)
+        registry = Registry.load(".")
+        claims = registry.claims(paper, artifact)
         sidecar = read_sidecar(data) or {}
         table = evaluate_claims(claims, pd.read_csv(data), paper=paper, artifact=artifact, scale=scale,
-                                data_status=sidecar.get("data"))
+                                data_status=sidecar.get("data"),
+                                configurations=artifact_configurations(registry, paper, artifact, scale))
         write_csv(output, table)
         job.log.info("%d claim rows: %s", len(table), table["verdict"].value_counts().to_dict())
         job.sidecars([output], inputs=[data, inputs.registry], config={"claims": claims})
 
 
 def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "scorecard") -> None:
-    """`inputs` (claims, artifacts, registries) and `outputs` (csv, md, html) as the rule names them."""
+    """`inputs` (claims, artifacts, registries) and `outputs` (csv, md, html, assumptions) as the rule names them."""
     import pandas as pd
 
     from fedrepro.io import write_csv, write_text
     from fedrepro.pipeline import local_job
     from fedrepro.registry import Registry
     from fedrepro.scorecard.evaluate import unbuilt_artifact_rows
-    from fedrepro.scorecard.pages import claims_markdown, combine, index_html
+    from fedrepro.scorecard.pages import (
+        assumption_files,
+        claims_markdown,
+        combine,
+        index_html,
+        paper_order,
+        write_assumption_tables,
+    )
 
     claims, artifacts, registries = list(inputs.claims), list(inputs.artifacts), list(inputs.registries)
     with local_job(rule, log_file, inputs=[*claims, *artifacts]) as job:
@@ -46,9 +55,16 @@ def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "sco
         table = combine(claims)
         unbuilt = unbuilt_artifact_rows(registry, scale).astype(str)
         table = pd.concat([table, unbuilt], ignore_index=True) if not unbuilt.empty else table
+        papers = paper_order(registry)
         write_csv(outputs.csv, table)
-        write_text(outputs.md, claims_markdown(table, scale))
+        write_text(outputs.md, claims_markdown(table, scale, papers))
+        tables = {p: assumption_files(scale, p) for p in papers}
+        expected = sorted(str(f) for f in getattr(outputs, "assumptions", []))
+        written = sorted(f for files in tables.values() for f in files.values())
+        if expected and expected != written:
+            raise ValueError(f"the scorecard rule's assumption outputs {expected} are not the tables {written}")
+        write_assumption_tables(registry, scale, table, tables)
         write_text(outputs.html, index_html(registry, scale, table, Path(outputs.html)))
         job.log.info("%d claim rows", len(table))
-        job.sidecars([outputs.csv, outputs.md, outputs.html], inputs=[*claims, *artifacts, *registries],
+        job.sidecars([outputs.csv, outputs.md, outputs.html, *written], inputs=[*claims, *artifacts, *registries],
                      config={"scale": scale})

@@ -1,9 +1,18 @@
-"""The scorecard pages: results/<scale>/claims.{csv,md} and the browsable results/<scale>/index.html."""
+"""The scorecard pages: results/<scale>/claims.{csv,md}, the assumption tables and the landing page index.html.
+
+index.html is one static page that opens from the file system (no script, no build step, relative links only):
+an introduction naming the four works, a table of contents, what the scale reduces, the stand-in legend, the
+verdict counts per paper and configuration, then each paper's artifacts in the paper's own order with their
+figure or table, caption, links and claims (paper value, ours, band, verdict and the reason in one row).
+"""
 
 from __future__ import annotations
 
+import difflib
 import html
+import json
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -13,72 +22,488 @@ from fedrepro.scorecard.evaluate import COLUMNS, VERDICTS
 
 VERDICT_COLOURS = {"reproduced": "#1a7f37", "reproduced-qualitatively": "#9a6700", "not-reproduced": "#cf222e",
                    "not-comparable": "#57606a", "not-run": "#8c959f"}
+VERDICT_MEANING = {
+    "reproduced": "within the claim's band at this scale (or the stated property holds)",
+    "reproduced-qualitatively": "outside the band, but the claim's qualitative check holds",
+    "not-reproduced": "neither",
+    "not-comparable": "stand-in data, or a scale where the claim has no band",
+    "not-run": "the number could not be computed here (artifact not built at this scale, row missing, not implemented)",
+}
+NOT_JUDGED = "not judged"
 
 
+# ---- ordering: the papers' own order ------------------------------------------------------------------------
+def paper_order(registry) -> list[str]:
+    """Papers in the order of their source texts (gcca, cvfl, thesis, adept), not alphabetically."""
+    return sorted(registry.papers, key=lambda p: (str(registry.papers[p].get("source", "")), p))
+
+
+_LABEL = re.compile(r"^\s*(fig(?:ure)?s?\.?|tables?)\s+(?:([A-Z])\.)?(\d+|[IVXL]+)\b(?:\.(\d+))?", re.IGNORECASE)
+_ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50}
+
+
+def _roman(text: str) -> int:
+    values = [_ROMAN[c] for c in text.upper()]
+    return sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
+
+
+def label_position(label: str) -> tuple[tuple, str, tuple]:
+    """(group, kind, number) of a label: 'Figure 3.4' -> ((3,), figure, (4,)); 'Fig. D.2' -> appendix D after
+    every numbered chapter; 'Table I' -> 1; a label without a number sorts last within its kind."""
+    m = _LABEL.match(label)
+    if not m:
+        return (0,), "table" if "table" in label.lower() else "figure", (float("inf"),)
+    word, appendix, number, sub = m.groups()
+    kind = "table" if word.lower().startswith("table") else "figure"
+    value = int(number) if number.isdigit() else _roman(number)
+    if appendix:
+        return (1, appendix), kind, (value,)
+    if sub is not None:            # chapter.number (the thesis)
+        return (0, value), kind, (int(sub),)
+    return (0,), kind, (value,)
+
+
+def artifact_order(registry, paper: str, scale: str | None = None) -> list[str]:
+    """The artifacts of one paper in the paper's order: grouped by chapter (appendices last); within a group
+    the registry's pattern of figure and table slots is kept and each kind fills its slots in numeric order
+    (Fig. 3.2 before Fig. 3.4, Fig. 9 before Fig. 10, Table I after Fig. 4 where the registry puts it there)."""
+    entries = [(a, e) for p, a, e in registry.artifacts(paper=paper, scale=scale)]
+    groups: dict[tuple, list[tuple[str, str, tuple]]] = {}
+    for a, e in entries:
+        group, kind, number = label_position(e["label"])
+        groups.setdefault(group, []).append((a, kind, number))
+    ordered: list[str] = []
+    for group in sorted(groups, key=lambda g: (g[0], *(str(x).zfill(6) for x in g[1:]))):
+        members = groups[group]
+        by_kind = {k: iter(sorted((m for m in members if m[1] == k), key=lambda m: m[2])) for k in ("figure", "table")}
+        ordered += [next(by_kind[kind])[0] for _, kind, _ in members]
+    return ordered
+
+
+# ---- the claims table --------------------------------------------------------------------------------------
 def combine(files) -> pd.DataFrame:
     frames = [pd.read_csv(f, dtype=str, keep_default_na=False) for f in files]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
-def verdict_counts(claims: pd.DataFrame) -> pd.DataFrame:
+def verdict_counts(claims: pd.DataFrame, papers: list[str] | None = None) -> pd.DataFrame:
+    """paper x configuration -> count per verdict (papers in the given order) and the total."""
     counts = claims.groupby(["paper", "configuration", "verdict"]).size().unstack(fill_value=0)
     counts = counts.reindex(columns=[v for v in VERDICTS if v in counts.columns])
     counts.columns.name = None
-    return counts.reset_index()
+    counts["total"] = counts.sum(axis=1)
+    counts = counts.reset_index()
+    if papers:
+        rank = {p: i for i, p in enumerate(papers)}
+        counts = counts.sort_values(["paper", "configuration"], key=lambda s: s.map(rank) if s.name == "paper" else s,
+                                    kind="stable").reset_index(drop=True)
+    return counts
 
 
-def claims_markdown(claims: pd.DataFrame, scale: str) -> str:
+def claims_markdown(claims: pd.DataFrame, scale: str, papers: list[str] | None = None) -> str:
     out = [f"# Claims scorecard — scale `{scale}`", "",
            "Each row: one number or statement of a paper, our value, and the verdict "
            "(reproduced / reproduced-qualitatively / not-reproduced / not-comparable / not-run).", ""]
     if claims.empty:
         return "\n".join(out + ["No claims at this scale."]) + "\n"
-    out += ["## Summary", "", markdown_table(verdict_counts(claims)), ""]
-    for paper, sub in claims.groupby("paper", sort=False):
+    out += ["## Summary", "", markdown_table(verdict_counts(claims, papers)), ""]
+    order = papers or list(dict.fromkeys(claims["paper"]))
+    for paper in order:
+        sub = claims[claims["paper"] == paper]
+        if sub.empty:
+            continue
         out += [f"## {paper}", "", markdown_table(sub[["claim", "configuration", "paper_value", "our_value", "verdict",
                                                        "band", "data", "statement"]]), ""]
     return "\n".join(out)
 
 
+# ---- assumption tables -------------------------------------------------------------------------------------
+def _base(claim_id: str) -> str:
+    return claim_id.split("[", 1)[0]
+
+
+def _summarize(verdicts: pd.Series) -> str:
+    """One cell: the verdict, or for several numbers (a table's cells) the count per verdict."""
+    if verdicts.empty:
+        return NOT_JUDGED
+    counts = verdicts.value_counts()
+    if len(verdicts) == 1:
+        return str(verdicts.iloc[0])
+    return ", ".join(f"{counts[v]}/{len(verdicts)} {v}" for v in VERDICTS if v in counts)
+
+
+def _in_configurations(label: str, configurations: list[str]) -> bool:
+    """A claims row's configuration label (one name, or 'a, b' for data without a configuration column)."""
+    return set(label.split(", ")) <= set(configurations)
+
+
+def assumption_rows(registry, paper: str, claims: pd.DataFrame) -> pd.DataFrame:
+    """claim x alternative -> verdict for every assumption of a paper (long format, one row per cell)."""
+    mine = claims[claims["paper"] == paper]
+    bases = mine["claim"].map(_base)
+    statements = {c["id"]: c["statement"] for c in registry.claims(paper)}
+    rows = []
+    for aid, entry in registry.assumptions(paper).items():
+        alternatives = entry["alternatives"]
+        configs = [c for cs in alternatives.values() for c in cs]
+        touched = list(entry.get("claims") or dict.fromkeys(
+            b for b, label in zip(bases, mine["configuration"]) if set(label.split(", ")) & set(configs)))
+        for claim in touched:
+            for alternative, alt_configs in alternatives.items():
+                in_alt = mine["configuration"].map(lambda c: _in_configurations(c, alt_configs)).astype(bool)
+                sel = mine[(bases == claim) & in_alt]
+                rows.append({"assumption": aid, "claim": claim, "alternative": alternative,
+                             "configurations": ", ".join(alt_configs), "verdict": _summarize(sel["verdict"]),
+                             "numbers": len(sel), "reproduced": int((sel["verdict"] == "reproduced").sum()),
+                             "statement": statements.get(claim, "")})
+    return pd.DataFrame(rows, columns=["assumption", "claim", "alternative", "configurations", "verdict", "numbers",
+                                       "reproduced", "statement"])
+
+
+def _shorten(text: str, n: int = 90) -> str:
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def assumptions_markdown(registry, paper: str, rows: pd.DataFrame, scale: str) -> str:
+    """One section per assumption: what the paper leaves open, its alternatives as columns, a claim per row."""
+    out = [f"# Assumption sensitivity — {paper}, scale `{scale}`", "",
+           "Each section: one detail the paper leaves open (an ASSUMPTION), its alternatives (each run as the named "
+           "configurations), and the verdict of every claim it touches under each alternative, from "
+           f"`results/{scale}/claims.csv`. A cell with several numbers (a table's cells) counts the verdicts; "
+           f"'{NOT_JUDGED}' means no run of that configuration is judged at this scale.", ""]
+    assumptions = registry.assumptions(paper)
+    if not assumptions:
+        return "\n".join(out + ["This paper registers no assumptions yet (`assumptions:` in its registry)."]) + "\n"
+    signatures = {a: tuple(sorted((k, tuple(v)) for k, v in e["alternatives"].items())) for a, e in assumptions.items()}
+    for aid, entry in assumptions.items():
+        out += [f"## {aid}: {entry['statement']}", ""]
+        if entry.get("doc"):
+            out += [f"Argued in `{entry['doc']}`.", ""]
+        together = [b for b in assumptions if b != aid and signatures[b] == signatures[aid]]
+        if together:
+            out += [f"Its alternatives are the same configurations as those of {', '.join(together)}: these change "
+                    "together, so a verdict that differs between the columns cannot be attributed to one of them.", ""]
+        if len(entry["alternatives"]) == 1:
+            out += ["Only one alternative has a configuration so far: the column records the verdicts under it.", ""]
+        sub = rows[rows["assumption"] == aid]
+        if sub.empty:
+            out += ["No claim is judged under these configurations at this scale.", ""]
+            continue
+        wide = sub.pivot_table(index="claim", columns="alternative", values="verdict", aggfunc="first", sort=False)
+        wide = wide.reindex(columns=list(entry["alternatives"]), index=list(dict.fromkeys(sub["claim"])))
+        wide.columns = [f"{alt} (`{', '.join(entry['alternatives'][alt])}`)" for alt in wide.columns]
+        statements = sub.drop_duplicates("claim").set_index("claim")["statement"].map(_shorten)
+        table = wide.reset_index()
+        table.insert(1, "statement", table["claim"].map(statements))
+        out += [markdown_table(table.fillna(NOT_JUDGED)), ""]
+    return "\n".join(out)
+
+
+def write_assumption_tables(registry, scale: str, claims: pd.DataFrame, files: dict[str, dict[str, str]]) -> None:
+    """files: paper -> {csv, md}: results/<scale>/<paper>/tables/assumptions.{csv,md}."""
+    from fedrepro.io import write_csv, write_text
+
+    for paper, out in files.items():
+        rows = assumption_rows(registry, paper, claims)
+        write_csv(out["csv"], rows)
+        write_text(out["md"], assumptions_markdown(registry, paper, rows, scale))
+
+
+def assumption_files(scale: str, paper: str) -> dict[str, str]:
+    return {ext: f"results/{scale}/{paper}/tables/assumptions.{ext}" for ext in ("csv", "md")}
+
+
+# ---- the landing page ---------------------------------------------------------------------------------------
 def _rel(target: str | Path, start: Path) -> str:
     return os.path.relpath(target, start).replace(os.sep, "/")
 
 
-def index_html(registry, scale: str, claims: pd.DataFrame, page: Path) -> str:
-    """One page: every artifact with its thumbnail or table, caption, claims, notebook and sidecar links."""
-    here = page.parent
+def _inline_markdown(rendered_html: str) -> str:
+    """`**bold**` left by the pipe-table converter (the STAND-IN DATA mark) becomes <strong>."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", rendered_html)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s#*_`]+", " ", text).strip().lower()
+
+
+def table_body(md: str, label: str, caption: str) -> tuple[str, str]:
+    """(subtitle, rest) of a table's Markdown: its first line repeats the label (and often the caption); the page
+    prints the caption once, so that line is dropped, or kept as a subtitle when it adds something (the target,
+    the configuration shown)."""
+    lines = md.strip("\n").splitlines()
+    if not lines or lines[0].lstrip().startswith("|"):
+        return "", md
+    first = _norm(lines[0])
+    if not first.startswith(_norm(label)):
+        return "", md
+    rest = "\n".join(lines[1:])
+    extra = lines[0].lstrip("#* ")
+    extra = re.sub(r"^\**\s*" + re.escape(label) + r"\s*\**", "", extra).lstrip(" :—–-").strip()
+    if not extra or difflib.SequenceMatcher(None, _norm(extra), _norm(caption)).ratio() > 0.6 \
+            or _norm(caption).startswith(_norm(extra)[:60]):
+        return "", rest
+    return extra, rest
+
+
+def _scale_facts(root: Path, scale: str) -> dict:
+    from fedrepro.config import load_yaml
+
+    path = root / "config" / "scales" / f"{scale}.yaml"
+    return load_yaml(path) if path.exists() else {}
+
+
+def _flatten(params: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in (params or {}).items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _short_value(v) -> str:
+    text = json.dumps(v, default=str) if not isinstance(v, str) else v
+    return _shorten(text, 40)
+
+
+def reduced_parameters(registry, paper: str, scale: str) -> list[tuple[str, str]]:
+    """(experiment, 'key = value here (paper: value)') for the parameters this scale changes from the paper's."""
+    if scale == "paper":
+        return []
+    out = []
+    for exp in registry.papers[paper]["experiments"]:
+        configs = registry.configurations(paper, exp, scale)
+        if not configs:
+            continue
+        here = _flatten(registry.params(paper, exp, configs[0], scale))
+        there = _flatten(registry.params(paper, exp, configs[0], "paper"))
+        changed = [f"{k} = {_short_value(here[k])} (paper: {_short_value(there.get(k, '–'))})"
+                   for k in here if here[k] != there.get(k, object())]
+        if changed:
+            out.append((exp, "; ".join(changed)))
+    return out
+
+
+def _data_kinds(registry, scale: str) -> dict[tuple[str, str], dict]:
+    """(paper, artifact) -> {dataset: real | stand-in | ...} from each artifact's data sidecar."""
+    from fedrepro.provenance import read_sidecar
+
+    kinds = {}
+    for p, a, _ in registry.artifacts(scale=scale):
+        sidecar = read_sidecar(registry.root / registry.artifact_data(p, a, scale)) or {}
+        kinds[(p, a)] = dict(sidecar.get("data") or {})
+    return kinds
+
+
+def _datasets(root: Path) -> dict:
+    from fedrepro.config import load_yaml
+
+    path = root / "config" / "datasets.yaml"
+    return (load_yaml(path).get("datasets") or {}) if path.exists() else {}
+
+
+def _doc_links(root: Path, paper: str, here: Path) -> list[str]:
+    docs = sorted((root / "docs").glob(f"{paper}*.md")) if (root / "docs").is_dir() else []
+    return [f"<a href='{_rel(d, here)}'>{html.escape(d.name)}</a>" for d in docs]
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1180px;margin:1.5em auto;padding:0 1em;
+color:#1f2328}
+h1{margin-bottom:.2em} h2{border-bottom:2px solid #444;padding-bottom:.15em;margin-top:2.2em}
+h3{margin:1.6em 0 .3em} h3 small{font-weight:400;color:#57606a}
+table{border-collapse:collapse;font-size:12px;margin:.4em 0} td,th{border:1px solid #d0d7de;padding:2px 6px;
+vertical-align:top} th{background:#f6f8fa;text-align:left}
+img{max-width:min(100%,820px);border:1px solid #d0d7de} .art{margin-bottom:1.5em}
+.v{font-weight:600;white-space:nowrap} .sub{color:#57606a;margin:.2em 0}
+.standin{display:inline-block;background:#cf222e;color:#fff;font-weight:700;font-size:11px;padding:1px 6px;
+border-radius:3px;letter-spacing:.03em} .note{background:#fff8c5;border:1px solid #d4a72c;padding:.4em .8em}
+nav.toc{columns:2;font-size:13px;background:#f6f8fa;padding:.6em 1em;border:1px solid #d0d7de}
+nav.toc ul{margin:.1em 0 .5em;padding-left:1.2em} nav.toc>ul{padding-left:0;list-style:none;margin:0}
+nav.toc>ul>li{break-inside:avoid}
+td.reason{max-width:520px} code{font-size:12px} td>code{white-space:nowrap} details>summary{cursor:pointer}
+"""
+
+
+def _artifact_link(registry, paper_artifact: tuple[str, str]) -> str:
+    paper, artifact = paper_artifact
+    label = registry.artifact(paper, artifact)["label"]
+    return f"<a href='#{html.escape(paper)}-{html.escape(artifact)}'>{html.escape(paper)} {html.escape(label)}</a>"
+
+
+def _verdict_cell(verdict: str) -> str:
+    return (f"<td class='v' style='color:{VERDICT_COLOURS.get(verdict, '#000')}'>"
+            f"{html.escape(verdict)}</td>")
+
+
+def _counts_table(counts: pd.DataFrame) -> str:
+    verdicts = [c for c in counts.columns if c not in ("paper", "configuration")]
+    head = "<tr><th>paper</th><th>configuration</th>" + "".join(
+        f"<th style='color:{VERDICT_COLOURS.get(v, '#000')}'>{html.escape(v)}</th>" for v in verdicts) + "</tr>"
+    body = []
+    for paper, sub in counts.groupby("paper", sort=False):
+        for i, r in enumerate(sub.to_dict("records")):
+            cells = (f"<td rowspan='{len(sub)}'><a href='#{html.escape(paper)}'>{html.escape(paper)}</a></td>"
+                     if i == 0 else "")
+            cells += f"<td class='config'>{html.escape(str(r['configuration']))}</td>"
+            cells += "".join(f"<td>{r[v]}</td>" for v in verdicts)
+            body.append(f"<tr>{cells}</tr>")
+    return f"<table class='counts'>{head}{''.join(body)}</table>"
+
+
+def _claims_table(sub: pd.DataFrame) -> str:
     esc = html.escape
-    parts = [f"<!doctype html><meta charset='utf-8'><title>fedrepro — {esc(scale)}</title>",
-             "<style>body{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}"
-             "img{max-width:100%;border:1px solid #ddd}.art{border-top:2px solid #444;margin-top:2em}"
-             ".v{font-weight:600}</style>",
-             f"<h1>fedrepro results — scale <code>{esc(scale)}</code></h1>",
-             f"<p><a href='{_rel(here / 'claims.md', here)}'>claims.md</a> · "
-             f"<a href='{_rel(here / 'claims.csv', here)}'>claims.csv</a></p>"]
+    rows = "".join(
+        f"<tr><td><code>{esc(r.claim)}</code></td><td class='config'>{esc(r.configuration)}</td><td>{esc(r.paper_value)}</td>"
+        f"<td>{esc(r.our_value)}</td><td>{esc(r.band) or '–'}</td>{_verdict_cell(r.verdict)}"
+        f"<td class='reason'>{esc(r.detail)}</td></tr>" for r in sub.itertuples())
+    return ("<table class='claims'><tr><th>claim</th><th>configuration</th><th>paper</th><th>ours</th><th>band</th><th>verdict</th>"
+            f"<th>reason</th></tr>{rows}</table>")
+
+
+def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Path | None = None) -> str:
+    """The landing page of one scale (see the module docstring)."""
+    root = Path(root or registry.root)
+    here = (root / page).parent if not Path(page).is_absolute() else Path(page).parent
+    esc = html.escape
+    papers = [p for p in paper_order(registry) if any(True for _ in registry.artifacts(paper=p, scale=scale))]
+    order = {p: artifact_order(registry, p, scale) for p in papers}
+    kinds = _data_kinds(registry, scale)
+    facts = _scale_facts(root, scale)
+    datasets = _datasets(root)
+
+    def link(target: str | Path, text: str) -> str:
+        return f"<a href='{_rel(root / target, here)}'>{esc(text)}</a>"
+
+    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+             f"<title>fedrepro results — scale {esc(scale)}</title><style>{CSS}</style></head><body>",
+             "<h1>fedrepro: four federated-learning works, regenerated and scored</h1>",
+             f"<p class='sub'>Scale <code>{esc(scale)}</code> · {link(f'results/{scale}/claims.md', 'claims.md')} · "
+             f"{link(f'results/{scale}/claims.csv', 'claims.csv')}</p>"]
+
+    # introduction
+    parts.append("<h2 id='introduction'>Introduction</h2><p>This page shows every figure and table that fedrepro "
+                 "regenerates from the descriptions in four works on communication-efficient and personalized "
+                 "federated learning, and judges each number they report against ours. Each artifact below has its "
+                 "figure or table, the paper's caption, links to the executed notebook and to the provenance "
+                 "record, and its claims: the paper's value, ours, the band within which we call it reproduced, "
+                 "the verdict and the reason.</p><ol>")
+    for p in papers:
+        reg = registry.papers[p]
+        docs = _doc_links(root, p, here)
+        parts.append(f"<li><a href='#{esc(p)}'><b>{esc(p)}</b></a>: {esc(reg['title'])}. "
+                     f"Specification <code>{esc(reg['spec'])}</code>"
+                     + (f"; decisions: {', '.join(docs)}" if docs else "") + ".</li>")
+    parts.append("</ol>")
+
+    # table of contents
+    toc = ["<nav class='toc' id='contents'><ul>",
+           "<li><a href='#introduction'>Introduction</a> · <a href='#scale'>Scale</a> · "
+           "<a href='#stand-ins'>Stand-in data</a> · <a href='#verdicts'>Verdicts</a></li>"]
+    for p in papers:
+        items = "".join(f"<li><a href='#{esc(p)}-{esc(a)}'>{esc(registry.artifact(p, a)['label'])}</a></li>"
+                        for a in order[p])
+        toc.append(f"<li><a href='#{esc(p)}'><b>{esc(p)}</b></a> · <a href='#{esc(p)}-assumptions'>assumptions</a>"
+                   f"<ul>{items}</ul></li>")
+    parts.append("".join(toc) + "</ul></nav>")
+
+    # the scale and what it reduces
+    parts.append(f"<h2 id='scale'>Scale <code>{esc(scale)}</code></h2>")
+    if facts.get("description"):
+        budget = f" (budget {facts['budget_minutes']} min)" if facts.get("budget_minutes") else ""
+        parts.append(f"<p>{esc(facts['description'])}{esc(budget)}</p>")
+    if scale != "paper":
+        parts.append("<p class='note'>This is not the paper's scale: runs use reduced sizes (fewer iterations, "
+                     "nodes, samples or seeds; listed below) and, where a dataset is not available here, a "
+                     "synthetic stand-in. A claim made from stand-in data is <i>not-comparable</i>; a claim with no "
+                     "band at this scale is too. The paper-scale runs are <code>--config scale=paper</code>.</p>")
+        rows = [(p, exp, change) for p in papers for exp, change in reduced_parameters(registry, p, scale)]
+        if rows:
+            body = "".join(f"<tr><td>{esc(p)}</td><td><code>{esc(e)}</code></td><td>{esc(c)}</td></tr>"
+                           for p, e, c in rows)
+            parts.append(f"<details><summary>What <code>{esc(scale)}</code> changes from the paper's parameters "
+                         f"({len(rows)} experiments)</summary><table><tr><th>paper</th><th>experiment</th>"
+                         f"<th>parameters at this scale (paper scale)</th></tr>{body}</table></details>")
+
+    # stand-in legend
+    stand_ins: dict[str, list[tuple[str, str]]] = {}
+    rank = {(p, a): (i, j) for i, p in enumerate(papers) for j, a in enumerate(order[p])}
+    for (p, a), data in kinds.items():
+        for dataset, kind in data.items():
+            if kind != "real":
+                stand_ins.setdefault(dataset, []).append((p, a))
+    parts.append("<h2 id='stand-ins'>Stand-in data</h2><p><span class='standin'>STAND-IN DATA</span> on an artifact "
+                 "(and as a watermark on its figure) means that at least one of its runs was made from synthetic or "
+                 "substitute data because the real dataset is not available here (credentialed, too large, or "
+                 "not downloadable). The code path is the same; the numbers are not the paper's, so its claims are "
+                 "not-comparable.</p>")
+    if stand_ins:
+        body = "".join(
+            f"<tr><td><code>{esc(d)}</code></td><td>{esc((datasets.get(d) or {}).get('title', ''))}</td>"
+            f"<td>{esc(((datasets.get(d) or {}).get('standin') or {}).get('differs', ''))}</td>"
+            f"<td>{', '.join(_artifact_link(registry, pa) for pa in sorted(set(arts), key=rank.get))}</td></tr>"
+            for d, arts in sorted(stand_ins.items()))
+        parts.append("<table><tr><th>dataset</th><th>what it is</th><th>the stand-in</th><th>artifacts</th></tr>"
+                     f"{body}</table>")
+    else:
+        parts.append("<p>Every artifact at this scale was made from the real datasets.</p>")
+
+    # verdicts
+    parts.append("<h2 id='verdicts'>Verdicts per paper and configuration</h2>")
+    parts.append("<p>" + " · ".join(f"<span class='v' style='color:{VERDICT_COLOURS[v]}'>{esc(v)}</span>: "
+                                    f"{esc(VERDICT_MEANING[v])}" for v in VERDICTS) + "</p>")
     if not claims.empty:
-        parts.append("<h2>Verdicts</h2>" + verdict_counts(claims).to_html(index=False))
-    for paper, artifact, entry in registry.artifacts(scale=scale):
-        files = registry.artifact_files(paper, artifact, scale)
-        parts.append(f"<div class='art' id='{esc(paper)}-{esc(artifact)}'><h2>{esc(paper)} · {esc(entry['label'])}"
-                     f" <small>(<code>{esc(paper)}_{esc(artifact)}</code>)</small></h2><p>{esc(entry['caption'])}</p>")
-        if entry["kind"] == "figure" and Path(files["png"]).exists():
-            parts.append(f"<a href='{_rel(files['pdf'], here)}'><img src='{_rel(files['png'], here)}'></a>")
-        elif entry["kind"] == "table" and Path(files["md"]).exists():
-            parts.append(markdown_to_html(Path(files["md"]).read_text()))
-        links = [f"<a href='{_rel(files[k], here)}'>{k}</a>" for k in files if Path(files[k]).exists()]
-        links += [f"<a href='{_rel(files[k] + '.prov.json', here)}'>{k} provenance</a>"
-                  for k in ("csv",) if Path(files[k] + ".prov.json").exists()]
-        parts.append("<p>" + " · ".join(links) + "</p>")
-        sub = claims[(claims["paper"] == paper) & (claims["artifact"] == artifact)] if not claims.empty else claims
-        if not sub.empty:
-            rows = "".join(
-                f"<tr><td>{esc(r.claim)}</td><td>{esc(r.configuration)}</td><td>{esc(r.paper_value)}</td>"
-                f"<td>{esc(r.our_value)}</td><td class='v' style='color:{VERDICT_COLOURS.get(r.verdict, '#000')}'>"
-                f"{esc(r.verdict)}</td><td>{esc(r.data)}</td></tr>" for r in sub.itertuples())
-            parts.append("<details><summary>claims ("
-                         + ", ".join(f"{n} {v}" for v, n in sub["verdict"].value_counts().items())
-                         + ")</summary><table><tr><th>claim</th><th>configuration</th><th>paper</th><th>ours</th>"
-                         f"<th>verdict</th><th>data</th></tr>{rows}</table></details>")
-        parts.append("</div>")
+        parts.append(_counts_table(verdict_counts(claims, papers)))
+
+    # papers and artifacts
+    for p in papers:
+        reg = registry.papers[p]
+        parts.append(f"<h2 id='{esc(p)}'>{esc(p)}: {esc(reg['title'])}</h2>")
+        files = assumption_files(scale, p)
+        block = (f"<div id='{esc(p)}-assumptions'><p>Assumption sensitivity (claim × alternative → verdict): "
+                 f"{link(files['md'], 'assumptions.md')} · {link(files['csv'], 'assumptions.csv')}</p>")
+        if (root / files["md"]).exists():
+            block += ("<details><summary>the assumption tables</summary>"
+                      + _inline_markdown(markdown_to_html((root / files["md"]).read_text())) + "</details>")
+        parts.append(block + "</div>")
+        for a in order[p]:
+            parts.append(_artifact_html(registry, p, a, scale, claims, kinds.get((p, a), {}), root, here))
+    parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _artifact_html(registry, paper: str, artifact: str, scale: str, claims: pd.DataFrame, data: dict, root: Path,
+                   here: Path) -> str:
+    esc = html.escape
+    entry = registry.artifact(paper, artifact)
+    files = registry.artifact_files(paper, artifact, scale)
+    mark = " <span class='standin'>STAND-IN DATA</span>" if any(v == "stand-in" for v in data.values()) else ""
+    out = [f"<div class='art' id='{esc(paper)}-{esc(artifact)}'><h3>{esc(entry['label'])}{mark} "
+           f"<small><code>{esc(paper)}_{esc(artifact)}</code></small></h3><p>{esc(entry['caption'])}</p>"]
+    if entry["kind"] == "figure" and (root / files["png"]).exists():
+        out.append(f"<a href='{_rel(root / files['pdf'], here)}'><img src='{_rel(root / files['png'], here)}' "
+                   f"alt='{esc(entry['label'])}'></a>")
+    elif entry["kind"] == "table" and (root / files["md"]).exists():
+        subtitle, body = table_body((root / files["md"]).read_text(), entry["label"], entry["caption"])
+        if subtitle:
+            out.append(f"<p class='sub'>{_inline_markdown(markdown_to_html(subtitle))}</p>")
+        out.append(_inline_markdown(markdown_to_html(body)))
+    names = {"ipynb": "notebook (.ipynb)", "html": "executed notebook"}
+    links = [f"<a href='{_rel(root / files[k], here)}'>{esc(names.get(k, k))}</a>" for k in files
+             if (root / files[k]).exists()]
+    links += [f"<a href='{_rel(root / (files['csv'] + '.prov.json'), here)}'>provenance</a>"]
+    if not (root / (files["csv"] + ".prov.json")).exists():
+        links.pop()
+    if data:
+        links.append("data: " + ", ".join(f"{esc(d)} ({esc(k)})" for d, k in sorted(data.items())))
+    out.append("<p class='sub'>" + " · ".join(links) + "</p>")
+    sub = claims[(claims["paper"] == paper) & (claims["artifact"] == artifact)] if not claims.empty else claims
+    if not sub.empty:
+        summary = ", ".join(f"{n} {v}" for v, n in sub["verdict"].value_counts().reindex(VERDICTS).dropna()
+                            .astype(int).items())
+        opened = " open" if len(sub) <= 20 else ""
+        out.append(f"<details{opened}><summary>claims: {esc(summary)}</summary>{_claims_table(sub)}</details>")
+    out.append("</div>")
+    return "\n".join(out)

@@ -1,5 +1,7 @@
 """Thesis ch. 5: representation transfer from pre-trained linear regression models (Table 5.1)."""
 
+from fedrepro.lazy import lazy_getattr
+
 # Names resolve lazily (PEP 562): importing one module of the package does not import the others, so start-up
 # stays fast and a job's code dependencies (derived from imports) stay the modules it really uses.
 _EXPORTS = {
@@ -8,13 +10,7 @@ _EXPORTS = {
     "phase1_fit": "fedrepro.transfer.representation",
 }
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 
 __all__ = sorted(_EXPORTS)

@@ -8,14 +8,29 @@ keys below; ../specs thesis_ch4_ch5.md §2.3-2.5 names them A-T1 ... A-T6.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
 
 from fedrepro.runtime import rng_stream
-from fedrepro.transfer.representation import gd_least_squares, phase1_fit, error_ratios
+from fedrepro.transfer.representation import error_ratios, gd_least_squares, phase1_fit
+
+# What `run` reads (thesis.yaml table5_1: the fields of Table51Config), checked when the registry loads; format:
+# fedrepro/paramspec.py.
+PARAMETERS = {
+    "d": "int>=1", "q": "int>=1",
+    "sample_configs": "list[list[int>=1, int>=1]]",     # [n1, n2] per cell
+    "ratios_db": "list[float]",
+    "n_test": "int>=1", "runs": "int>=1",
+    "spectrum": "normalized|literal",
+    "tau": "float>0", "eps": "float>=0", "c_u": "float>=0",
+    "sigma_train": "float>=0", "sigma_test": "float>=0",
+    "gd_steps": "float>=0",                 # K of A-T1/A-T2; .inf: the exact solution
+    "metric": "root_ratio|mse_ratio",
+    "noise_scale?": "float>=0",
+}
 
 METHODS = ("phase1", "phase2", "scratch")
 
@@ -41,7 +56,7 @@ class Table51Config:
     extra: dict = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, cfg: dict) -> "Table51Config":
+    def from_dict(cls, cfg: dict) -> Table51Config:
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}
         unknown = set(cfg) - known
         if unknown:

@@ -1,0 +1,196 @@
+"""A real one-node SLURM cluster (tests/cluster/start-slurm.sh): a smoke-scale subset of the workflow submitted
+through workflow/profiles/slurm with the real executor plugin, then its outputs, sidecars, `audit`, and the sbatch
+requests the profile produced (threads, memory, runtime, and the gpu=1 -> --gpus=1 / partition mapping).
+
+Skipped only where slurm-wlm and munge are missing and cannot be installed (not root, no apt-get, no network), or
+with FEDREPRO_SLURM_INSTALL=0 where they are missing.  1-3 minutes; docs/cluster.md."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import copy_workflow
+
+pytestmark = pytest.mark.cluster
+
+HERE = Path(__file__).resolve().parent
+# thesis_table5_1: synthetic, no data.  cvfl_table2: needs mimic3_ihm, a credentialed dataset that falls back to its
+# declared stand-in at once (no download), so data_fetch and data_prepare run as SLURM jobs too.
+TARGETS = ("thesis_table5_1", "cvfl_table2")
+ARTIFACTS = ("thesis:table5_1", "cvfl:table2")
+GPU_RUN = "results/smoke/cvfl/runs/mimic/as-stated.csv"  # its rule is sent to the gpu partition with gpu=1
+SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: ([^)]+)\)")
+
+
+def _sh(*args: str, env: dict, timeout: int = 60, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(args, check=False, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def slurm_env():
+    """Start the cluster (or find it running); the environment that reaches it.  Stopped again only if started here."""
+    state = os.environ.get("FEDREPRO_SLURM_DIR", "/var/tmp/fedrepro-slurm")
+    env = {**os.environ, "FEDREPRO_SLURM_DIR": state}
+    if os.environ.get("FEDREPRO_SLURM_INSTALL") == "0":
+        missing = [c for c in ("munged", "slurmctld", "slurmd", "sbatch") if not shutil.which(c)]
+        if missing:
+            pytest.skip(f"SLURM cluster test: {', '.join(missing)} missing and FEDREPRO_SLURM_INSTALL=0")
+    t0 = time.monotonic()
+    proc = subprocess.run([str(HERE / "start-slurm.sh")], check=False, env=env, capture_output=True, text=True,
+                          timeout=900)  # apt-get included
+    if proc.returncode == 3:
+        pytest.skip(f"SLURM cluster test: {proc.stderr.strip().splitlines()[-1]}")
+    assert proc.returncode == 0, f"start-slurm.sh failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    started_here = "already running" not in proc.stderr
+    print(f"\nSLURM cluster {'started' if started_here else 'found running'} in {time.monotonic() - t0:.1f} s")
+    env["SLURM_CONF"] = f"{state}/etc/slurm.conf"
+    yield env
+    if started_here:
+        subprocess.run([str(HERE / "stop-slurm.sh")], check=False, env=env, capture_output=True, timeout=120)
+
+
+def _snakemake(*args: str, cwd: Path, env: dict, timeout: int = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], check=False, cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _producing_rule(wd: Path, path: str, env: dict) -> str:
+    """The rule that builds `path` (from a dry run), so the test does not hard-code rule names."""
+    out = _snakemake("-n", path, "--config", "scale=smoke", cwd=wd, env=env).stdout
+    blocks = re.findall(r"^(?:local)?rule (\S+):\n((?:    .*\n)+)", out, re.MULTILINE)
+    output = re.compile(rf"^    output: (?:.*, )?{re.escape(path)}(?:,|$)", re.MULTILINE)
+    rules = [name for name, body in blocks if output.search(body)]
+    assert len(rules) == 1, out[-3000:]
+    return rules[0]
+
+
+def _node_memory_mb(env: dict) -> int:
+    out = _sh("scontrol", "show", "node", env=env).stdout
+    return int(re.search(r"RealMemory=(\d+)", out).group(1))
+
+
+@pytest.fixture(scope="module")
+def slurm_run(slurm_env, tmp_path_factory):
+    """The smoke subset built through the slurm profile: the workdir, the log and every submitted job."""
+    wd = copy_workflow(tmp_path_factory.mktemp("slurm") / "wf")
+    gpu_rule = _producing_rule(wd, GPU_RUN, slurm_env)
+    # What a cluster without accounting adds to the shipped profile (docs/cluster.md), then the GPU routing under
+    # test.  On the command line: the workflow profile (profiles/default) is loaded as well, as for a user.
+    extra = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1",
+             "--slurm-keep-successful-logs",
+             "--set-resources", f"{gpu_rule}:gpu=1", f"{gpu_rule}:slurm_partition='gpu'"]
+    if _node_memory_mb(slurm_env) < 16000:  # the profile's default 8000 MB would not fit twice on a small runner
+        extra += ["--default-resources", "runtime=120", "mem_mb=2000"]
+    t0 = time.monotonic()
+    proc = _snakemake("--profile", "workflow/profiles/slurm", *extra, "--verbose", *TARGETS,
+                      "--config", "scale=smoke", cwd=wd, env=slurm_env)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-6000:]
+    print(f"\nSLURM smoke subset {', '.join(TARGETS)}: {time.monotonic() - t0:.1f} s")
+    return {"wd": wd, "log": log, "jobs": _submitted_jobs(log, slurm_env), "gpu_rule": gpu_rule, "env": slurm_env}
+
+
+def _submitted_jobs(log: str, env: dict) -> list[dict]:
+    """Per SLURM job: what Snakemake asked for (its job block), the plugin's sbatch call and SLURM's record of it."""
+    blocks = {}  # snakemake job id -> {"rule", "threads", "resources"}
+    for rule, body in re.findall(r"^(?:local)?rule (\S+):\n((?:    .*\n)+)", log, re.MULTILINE):
+        fields = dict(re.findall(r"^    (\w+): (.*)$", body, re.MULTILINE))
+        resources = dict(kv.split("=", 1) for kv in fields.get("resources", "").split(", ") if "=" in kv)
+        blocks[fields["jobid"]] = {"rule": rule, "threads": int(fields.get("threads", 1)), "resources": resources}
+    calls = {re.search(r"--comment (\S+)", c).group(1).strip("'"): c for c in re.findall(r"sbatch call: (.*)", log)}
+    jobs = []
+    for sm_id, slurm_id, slurm_log in SUBMITTED.findall(log):
+        info = _slurm_job(slurm_id, env)
+        jobs.append({**blocks[sm_id], "slurm_id": slurm_id, "log": Path(slurm_log), "info": info,
+                     "sbatch": calls[info["Comment"]].split(" --wrap=")[0]})
+    assert jobs and len(calls) == len(jobs), (len(calls), len(jobs))
+    return jobs
+
+
+def _slurm_job(job_id: str, env: dict) -> dict:
+    """`scontrol show job` as a dict (finished jobs stay visible for MinJobAge = 300 s)."""
+    out = _sh("scontrol", "show", "job", "-o", job_id, env=env).stdout
+    return dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+
+
+def test_every_remote_job_ran_on_the_cluster(slurm_run):
+    stats = slurm_run["log"].split("Job stats:", 1)[1].split("\n\n", 1)[0]  # the jobs Snakemake planned to run
+    rows = [line.split() for line in stats.splitlines()]
+    counts = {r[0]: int(r[1]) for r in rows if len(r) == 2 and r[1].isdigit() and r[0] != "total"}
+    assert counts, stats
+    ran = {}
+    for job in slurm_run["jobs"]:
+        assert job["info"]["JobState"] == "COMPLETED", job["info"]
+        assert job["info"]["Comment"].startswith(f"rule_{job['rule']}")
+        assert job["log"].exists(), job["log"]  # the plugin's per-job SLURM log, kept for successful jobs
+        ran[job["rule"]] = ran.get(job["rule"], 0) + 1
+    # Every job but the local rules (the targets and claims run on the submitting machine) went to SLURM, and every
+    # remote kind is among them: data fetch and prepare, the runs, rendering.
+    local = {"claims_artifact", *TARGETS}
+    assert ran == {r: n for r, n in counts.items() if r not in local}, (ran, counts)
+    assert {"data_fetch", "data_prepare", "render_table", slurm_run["gpu_rule"]} <= set(ran)
+
+
+def test_outputs_and_sidecars(slurm_run):
+    from fedrepro.registry import Registry
+
+    wd = slurm_run["wd"]
+    registry = Registry.load(wd)
+    for target in ARTIFACTS:
+        paper, artifact = target.split(":")
+        files = [*registry.artifact_files(paper, artifact, "smoke").values(),
+                 registry.claims_file(paper, artifact, "smoke")]
+        for f in files:
+            sidecar = json.loads((wd / (f + ".prov.json")).read_text())
+            assert sidecar["file"] == f
+            assert sidecar["sha256"] == hashlib.sha256((wd / f).read_bytes()).hexdigest(), f
+    claims = json.loads((wd / "results/smoke/cvfl/claims/table2.csv.prov.json").read_text())
+    assert claims["rule"] == "claims_artifact"
+    data = json.loads((wd / "results/data/mimic3_ihm/mimic3_ihm.npz.prov.json").read_text())
+    assert data["rule"] == "data_prepare" and data["data"] == {"mimic3_ihm": "stand-in"}
+    # Complete: a second invocation finds nothing to do (outputs, Snakemake metadata and sidecars all in place).
+    again = _snakemake("-n", *TARGETS, "--config", "scale=smoke", cwd=wd, env=slurm_run["env"])
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
+
+
+@pytest.mark.parametrize("artifact", ARTIFACTS)
+def test_audit_passes(slurm_run, artifact):
+    proc = subprocess.run([sys.executable, "-m", "fedrepro", "audit", artifact, "--scale", "smoke"],
+                          check=False, cwd=slurm_run["wd"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "OK:" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_profile_resources_reach_sbatch_and_slurm(slurm_run):
+    """threads -> --cpus-per-task, mem_mb -> --mem, runtime -> -t (minutes), and gpu=1 + slurm_partition from
+    set-resources -> --gpus=1 on the gpu partition: in the plugin's sbatch call and in what SLURM recorded."""
+    gpu_jobs = 0
+    for job in slurm_run["jobs"]:
+        call, info, res = job["sbatch"], job["info"], job["resources"]
+        where = (job["rule"], call)
+        assert f" --cpus-per-task={job['threads']}" in call and info["NumCPUs"] == str(job["threads"]), where
+        assert f" --mem {res['mem_mb']}" in call and info["MinMemoryNode"] == f"{res['mem_mb']}M", where
+        hours, minutes = divmod(int(res["runtime"]), 60)
+        assert f" -t {res['runtime']}" in call and info["TimeLimit"] == f"{hours:02d}:{minutes:02d}:00", where
+        if job["rule"] == slurm_run["gpu_rule"]:
+            gpu_jobs += 1
+            assert res.get("gpu") == "1" and res.get("slurm_partition") == "gpu", where
+            assert " --gpus=1" in call and re.search(r" -p '?gpu'? ", call), where
+            assert info["Partition"] == "gpu" and info.get("TresPerJob") == "gres:gpu:1", (where, info)
+        else:
+            assert "--gpus" not in call and info["Partition"] == "main", where  # the cluster's default partition
+            assert "gpu" not in info.get("TresPerJob", ""), (where, info)
+    assert gpu_jobs >= 1
+    # The run job that asks for two threads gets two CPUs (thesis Table 5.1 runs declare threads: 2).
+    assert any(job["threads"] > 1 for job in slurm_run["jobs"]), "no multi-threaded job in the subset"

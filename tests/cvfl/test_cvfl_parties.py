@@ -1,0 +1,108 @@
+"""ResNet-18 parties as a loop over modules (issue 19) against the vmapped stack they replace
+(benchmarks/reference/cvfl_vmap_parties.py): same initial weights, same embeddings and losses with BatchNorm in
+training mode; evaluation on running statistics; and the first local forward standing in for the round-start one."""
+
+import copy
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from fedrepro.cvfl import CvflConfig, CvflTrainer
+from fedrepro.cvfl.sources import TensorBatches
+from fedrepro.models.vfl_parties import (
+    StackedLSTM,
+    StackedMLP,
+    StackedResNet18,
+    StackedViewCNN,
+)
+
+REFERENCE = Path(__file__).resolve().parents[2] / "benchmarks" / "reference" / "cvfl_vmap_parties.py"
+
+
+def _vmap_module():
+    spec = importlib.util.spec_from_file_location("cvfl_vmap_parties", REFERENCE)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """ResNet-18 on a shared 2-core machine: a second torch thread spinning on a busy core is 10x slower."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    torch.manual_seed(0)
+    old = _vmap_module().VmapResNet18(2, 8, stem="cifar")
+    torch.manual_seed(0)
+    new = StackedResNet18(2, 8, stem="cifar")
+    return old, new
+
+
+def test_same_initial_weights(pair):
+    old, new = pair
+    for name, stacked in old.params.items():
+        per_party = torch.stack([dict(net.named_parameters())[name.replace("__", ".")] for net in new.nets])
+        assert torch.equal(stacked, per_party), name
+
+
+def test_one_round_matches_the_vmapped_parties_in_training_mode(pair):
+    old, new = (copy.deepcopy(m) for m in pair)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 6, 3, 16, 16, generator=g)
+    y = torch.randint(0, 4, (6,), generator=g)
+    assert torch.allclose(old(x), new(x), atol=1e-5)
+    cfg = CvflConfig(M=2, Q=3, B=6, lr=0.01, compressor="vector", b=2)
+    a, b = CvflTrainer(cfg, old, 8, 4, seed=3), CvflTrainer(cfg, new, 8, 4, seed=3)
+    la = [a.round_alg1(x, y, cfg.lr) for _ in range(2)]
+    lb = [b.round_alg1(x, y, cfg.lr) for _ in range(2)]
+    np.testing.assert_allclose(la, lb, rtol=1e-4)
+    assert torch.allclose(a.W, b.W, atol=1e-5) and torch.allclose(a.bias, b.bias, atol=1e-5)
+    fc = torch.stack([net.fc.weight for net in new.nets])
+    assert torch.allclose(old.params["fc__weight"], fc, atol=1e-5)
+
+
+def test_evaluation_uses_running_statistics():
+    torch.manual_seed(0)
+    parties = StackedResNet18(2, 8, stem="cifar")
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(2, 12, 3, 16, 16, generator=g), torch.randint(0, 4, (12,), generator=g)
+    tr = CvflTrainer(CvflConfig(M=2, Q=2, B=12, lr=0.05), parties, 8, 4, seed=0)
+    before = parties.nets[0].bn1.running_mean.clone()
+    tr.round_alg1(x, y, 0.05)
+    assert not torch.equal(before, parties.nets[0].bn1.running_mean)      # training updates the statistics
+    whole = tr.evaluate(TensorBatches(x, y, 12))
+    chunked = tr.evaluate(TensorBatches(x, y, 5))                         # eval mode: chunking changes nothing
+    assert whole["loss"] == pytest.approx(chunked["loss"], rel=1e-5) and whole["metric"] == chunked["metric"]
+    assert parties.training                                               # evaluate() restores training mode
+    tr.cfg.eval_batch_stats = True                                        # A-6's flag: the authors' batch statistics
+    batch = tr.evaluate(TensorBatches(x, y, 12))
+    assert batch["loss"] != pytest.approx(whole["loss"], rel=1e-3)
+    parties.eval()
+    with torch.no_grad():
+        one_sample = parties(x[:, :1])
+    assert torch.allclose(one_sample, parties(x)[:, :1].detach(), atol=1e-5)   # no batch statistics in eval mode
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: StackedMLP(3, 12, 8, 4), (3, 5, 12)),
+    (lambda: StackedLSTM(3, 6, 4), (3, 5, 7, 6)),
+    (lambda: StackedViewCNN(3, 1, 12, 4), (3, 5, 2, 1, 12, 12)),
+    (lambda: StackedResNet18(2, 4), (2, 5, 3, 16, 16)),
+])
+def test_first_local_forward_equals_the_round_start_forward(make, shape):
+    """Alg. 1 compresses the q = 0 forward's values instead of running a separate no-grad forward: exact."""
+    torch.manual_seed(0)
+    parties = make()
+    x = torch.randn(shape)
+    with torch.no_grad():
+        h0 = parties(x)
+    assert torch.equal(parties(x).detach(), h0)
