@@ -34,3 +34,6 @@ from fedrepro.notebook import open_artifact
 art = open_artifact("thesis", "fig3_4_gamma", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)
 fig3_4_gamma(art)
+
+# %%
+art.paper_vs_ours()
