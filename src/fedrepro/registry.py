@@ -233,7 +233,8 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
 
 def _configurations(reg: dict) -> set[str]:
     named = {c for e in reg["experiments"].values() for c in e["configurations"]}
-    return named | {c for a in reg["artifacts"].values() for c in ((a.get("parameters") or {}).get("derived") or {})}
+    artifacts = (reg.get("artifacts") or {}).values()
+    return named | {c for a in artifacts for c in ((a.get("parameters") or {}).get("derived") or {})}
 
 
 def _check_assumptions(reg: dict, where: str) -> None:
