@@ -180,3 +180,16 @@ def test_credential_advice_works(repo):
     cfg = _resolve(repo, "scale=paper", *args)
     assert cfg["data"]["credentials"]["imagenet"] == "/path/to/folder"
     assert cfg["data"]["credentials"]["mimic3"] is None             # the sibling key survives the merge
+
+
+def test_a_key_given_twice_is_an_error_naming_the_file_and_line(tmp_path):
+    from fedrepro.config import ConfigError, load_yaml
+
+    path = tmp_path / "twice.yaml"
+    path.write_text("paper: p\nassumptions: {a: 1}\nexperiments: {}\nassumptions: {b: 2}\n")
+    with pytest.raises(ConfigError) as err:
+        load_yaml(path)
+    assert "'assumptions' appears twice" in str(err.value) and "line 4" in str(err.value) and str(path) in str(err.value)
+    ok = tmp_path / "anchors.yaml"  # merge keys (<<) of anchors are not duplicates
+    ok.write_text("a: &x {k: 1}\nb:\n  <<: *x\n  j: 2\n")
+    assert load_yaml(ok)["b"] == {"k": 1, "j": 2}

@@ -27,12 +27,30 @@ class ConfigError(ValueError):
     """A configuration value is missing, unknown or of the wrong type; the message says which and where."""
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice in one mapping: plain YAML keeps the last one silently, so a
+    second `assumptions:` block (or a repeated experiment) would drop the first without a word."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # merge keys (<<) of anchors may repeat keys on purpose
+            key = key_node.value
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping (the first would be ignored)",
+                    key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_yaml(path: str | Path) -> Any:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"configuration file {path} does not exist")
     try:
-        return yaml.safe_load(path.read_text()) or {}
+        return yaml.load(path.read_text(), Loader=_UniqueKeyLoader) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from exc
 
