@@ -677,6 +677,7 @@ def fig3_4_gamma(art):
 
     frame = gamma_grid_frame(art)
     art.write_data(frame)
-    text = gamma_grid_markdown(frame)
+    text = ("No paper values: the thesis states no consensus step γ and reports no tuning grid (ch3:A-10).\n\n"
+            + gamma_grid_markdown(frame))
     art.write_markdown(text)
     return Markdown(text)

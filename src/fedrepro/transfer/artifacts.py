@@ -67,7 +67,8 @@ def table5_1(art):
     lines = [f"# {art.label} — configuration `{shown}`, scale `{art.scale}`", "",
              *(["**STAND-IN DATA**: the numbers test the pipeline, not the paper.", ""] if art.stand_in else []),
              f"Each cell: ours, mean ± sd over {' or '.join(map(str, runs))} runs (column `runs`)"
-             + ("; the paper's value (mean over its 10 runs) in brackets" if "paper_phase1" in table else "")
+             + ("; the paper's value (mean over its 10 runs) in brackets" if "paper_phase1" in table
+                else "; no paper value beside it: this scale's sample sizes are not the paper's")
              + f". Metric `{metric}`; d = {p['d']}, q = {p['q']}, {p['n_test']} test samples.", "",
              markdown_table(side_by_side(table[table.configuration == shown])), ""]
     for other in art.configurations:
