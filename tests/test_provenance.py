@@ -39,7 +39,7 @@ def chain(tmp_path, monkeypatch):
     make("results/quick/p/runs/e/b.csv", "x\n2\n", "p_e_run", ["results/data/toy/toy.npz"])
     make("results/quick/p/figures/f.csv", "x\n1\n2\n", "render_notebook",
          ["results/quick/p/runs/e/a.csv", "results/quick/p/runs/e/b.csv"])
-    make("results/quick/p/claims/f.csv", "claim\n", "claims_artifact", ["results/quick/p/figures/f.csv"])
+    make("results/quick/p/claims/f.csv", "claim\n", "render_figure", ["results/quick/p/figures/f.csv"])
     return tmp_path
 
 

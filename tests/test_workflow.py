@@ -130,19 +130,18 @@ def _edit(path):
 
 def test_rerun_is_a_no_op_and_editing_code_reruns_only_its_dependents(smoke_run):
     assert _planned_rules(smoke_run, "all") == {}
-    # the verdicts are judged by the claims jobs and, for each notebook's "Paper vs ours", by the renders
+    # the verdicts are judged by the render jobs (the claims CSV and each notebook's "Paper vs ours")
     evaluate = smoke_run / "src/fedrepro/scorecard/evaluate.py"
     original = evaluate.read_text()
     _edit(evaluate)
     try:
-        assert set(_planned_rules(smoke_run, "all")) == {"render_figure", "render_table", "claims_artifact",
-                                                          "scorecard", "all"}
+        assert set(_planned_rules(smoke_run, "all")) == {"render_figure", "render_table", "scorecard", "all"}
     finally:
         evaluate.write_text(original)
     _edit(smoke_run / "src/fedrepro/scorecard/pages.py")      # the pages: only the scorecard side
-    assert set(_planned_rules(smoke_run, "all")) == {"claims_artifact", "scorecard", "all"}
+    assert set(_planned_rules(smoke_run, "all")) == {"scorecard", "all"}
     _edit(smoke_run / "src/fedrepro/transfer/representation.py")
-    assert set(_planned_rules(smoke_run, "all")) == {"run", "render_table", "claims_artifact", "scorecard", "all"}
+    assert set(_planned_rules(smoke_run, "all")) == {"run", "render_table", "scorecard", "all"}
     assert _planned_rules(smoke_run, "all")["run"] == 2  # table5_1's two configurations, nothing else
     snakemake("--cores", "2", "all", "--config", "scale=smoke", cwd=smoke_run)  # leave it built for later tests
     # a loader-side module (not used to prepare data) must not re-prepare every dataset and so rerun everything

@@ -147,13 +147,16 @@ class Artifact:
         any input is a lossy copy of the real images).
 
         The figure is closed afterwards: the notebook shows it once, as the value the artifact function returns
-        (the inline backend would otherwise also draw every open figure at the end of the cell)."""
+        (the inline backend would otherwise also draw every open figure at the end of the cell), and it shows the
+        PNG file just written, byte for byte, instead of drawing the figure a third time (`show_saved_png`)."""
         import matplotlib.pyplot as plt
 
         from fedrepro.plotting import save_figure
 
         save_figure(fig, self.outputs["pdf"], self.outputs["png"], stand_in=self.stand_in, reencoded=self.reencoded)
         plt.close(fig)
+        fig._fedrepro_saved_png = Path(self.outputs["png"]).read_bytes()
+        show_saved_png()
 
     def write_markdown(self, text: str) -> None:
         from fedrepro.io import write_text
@@ -162,8 +165,8 @@ class Artifact:
 
     # ---- paper vs ours ------------------------------------------------------------------------------
     def judge(self):
-        """The artifact's claims judged on the CSV it wrote, by the claims job's own code, so the notebook and
-        the scorecard can never disagree (one row per claim number and configuration, scorecard columns)."""
+        """The artifact's claims judged on the CSV it wrote, by the code the render job writes the claims CSV with,
+        so the notebook and the scorecard can never disagree (one row per claim number and configuration)."""
         import pandas as pd
 
         from fedrepro.scorecard.evaluate import artifact_configurations, evaluate_claims
@@ -186,6 +189,35 @@ class Artifact:
 
         return Markdown(paper_vs_ours_markdown(self.judge(), scale=self.scale, assumptions=self.assumptions(),
                                                differs=list(self.params.get("differs") or [])))
+
+
+def show_saved_png() -> None:
+    """In a notebook, show a figure that `Artifact.save_figure` wrote as its PNG file instead of drawing it again.
+
+    Drawing is most of a render's time (a PDF, a PNG, then the inline backend's own PNG, each with a layout pass);
+    the third draw is saved, and the notebook shows exactly the artifact's PNG.  Other figures draw as usual."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    import base64
+
+    from matplotlib.figure import Figure
+
+    formatter = shell.display_formatter.formatters["image/png"]
+    draw = formatter.lookup_by_type(Figure) if Figure in formatter else None
+    if draw is None or getattr(draw, "_fedrepro", False):
+        return
+
+    def saved_or_drawn(fig, **kwargs):
+        saved = getattr(fig, "_fedrepro_saved_png", None)
+        return base64.b64encode(saved).decode("ascii") if saved is not None else draw(fig, **kwargs)
+
+    saved_or_drawn._fedrepro = True
+    formatter.for_type(Figure, saved_or_drawn)
 
 
 FAILED = ("not-reproduced", "reproduced-qualitatively", "not-run")

@@ -136,9 +136,9 @@ def test_every_remote_job_ran_on_the_cluster(slurm_run):
         assert job["info"]["Comment"].startswith(f"rule_{job['rule']}")
         assert job["log"].exists(), job["log"]  # the plugin's per-job SLURM log, kept for successful jobs
         ran[job["rule"]] = ran.get(job["rule"], 0) + 1
-    # Every job but the local rules (the targets and claims run on the submitting machine) went to SLURM, and every
-    # remote kind is among them: data fetch and prepare, the runs, rendering.
-    local = {"claims_artifact", *TARGETS}
+    # Every job but the local rules (the targets run on the submitting machine) went to SLURM, and every remote kind
+    # is among them: data fetch and prepare, the runs, rendering (which also judges the artifact's claims).
+    local = {*TARGETS}
     assert ran == {r: n for r, n in counts.items() if r not in local}, (ran, counts)
     assert {"data_fetch", "data_prepare", "render_table", slurm_run["gpu_rule"]} <= set(ran)
 
@@ -157,7 +157,7 @@ def test_outputs_and_sidecars(slurm_run):
             assert sidecar["file"] == f
             assert sidecar["sha256"] == hashlib.sha256((wd / f).read_bytes()).hexdigest(), f
     claims = json.loads((wd / "results/smoke/cvfl/claims/table2.csv.prov.json").read_text())
-    assert claims["rule"] == "claims_artifact"
+    assert claims["rule"] == "render_table"
     data = json.loads((wd / "results/data/mimic3_ihm/mimic3_ihm.npz.prov.json").read_text())
     assert data["rule"] == "data_prepare" and data["data"] == {"mimic3_ihm": "stand-in"}
     # Complete: a second invocation finds nothing to do (outputs, Snakemake metadata and sidecars all in place).

@@ -1,11 +1,11 @@
-# Rendering (papermill), the per-artifact claims, the scorecard and the index page.
+# Rendering (notebook, figure or table, and the artifact's claims), the scorecard and the index page.
 
 
 report: "../report/workflow.rst"
 
 
 rule render_table:
-    """Execute an artifact's notebook with papermill: the table (CSV + Markdown) and the executed notebook."""
+    """Execute an artifact's notebook: the table (CSV + Markdown), the executed notebook and the artifact's claims."""
     input:
         unpack(render_inputs),
     output:
@@ -19,6 +19,13 @@ rule render_table:
         md="results/{scale}/{paper}/tables/{artifact}.md",
         ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
         html="results/{scale}/{paper}/notebooks/{artifact}.html",
+        claims=report(
+            "results/{scale}/{paper}/claims/{artifact}.csv",
+            caption="../report/claims.rst",
+            category="{paper}",
+            subcategory="{artifact}",
+            labels={"artifact": "{artifact}", "kind": "claims"},
+        ),
         provs=[
             f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
             for d, x in (
@@ -26,6 +33,7 @@ rule render_table:
                 ("tables", "md"),
                 ("notebooks", "ipynb"),
                 ("notebooks", "html"),
+                ("claims", "csv"),
             )
         ],
     log:
@@ -46,7 +54,7 @@ rule render_table:
 
 
 rule render_figure:
-    """Execute an artifact's notebook with papermill: the figure (PDF + PNG + its data CSV) and the notebook."""
+    """Execute an artifact's notebook: the figure (PDF + PNG + its data CSV), the notebook and the artifact's claims."""
     input:
         unpack(render_inputs),
     output:
@@ -61,6 +69,13 @@ rule render_figure:
         ),
         ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
         html="results/{scale}/{paper}/notebooks/{artifact}.html",
+        claims=report(
+            "results/{scale}/{paper}/claims/{artifact}.csv",
+            caption="../report/claims.rst",
+            category="{paper}",
+            subcategory="{artifact}",
+            labels={"artifact": "{artifact}", "kind": "claims"},
+        ),
         provs=[
             f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
             for d, x in (
@@ -69,6 +84,7 @@ rule render_figure:
                 ("figures", "png"),
                 ("notebooks", "ipynb"),
                 ("notebooks", "html"),
+                ("claims", "csv"),
             )
         ],
     log:
@@ -86,35 +102,6 @@ rule render_figure:
         caption=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["caption"],
     script:
         "../scripts/render_notebook.py"
-
-
-rule claims_artifact:
-    """Judge one artifact's claims against the numbers it shows."""
-    input:
-        data=lambda wc: REGISTRY.artifact_data(wc.paper, wc.artifact, wc.scale),
-        registry="config/papers/{paper}.yaml",
-        code=code(modules=("fedrepro.scorecard.jobs",)),
-    output:
-        csv=report(
-            "results/{scale}/{paper}/claims/{artifact}.csv",
-            caption="../report/claims.rst",
-            category="{paper}",
-            subcategory="{artifact}",
-            labels={"artifact": "{artifact}", "kind": "claims"},
-        ),
-        prov="results/{scale}/{paper}/claims/{artifact}.csv.prov.json",
-    log:
-        "results/{scale}/{paper}/logs/claims/{artifact}.log",
-    localrule: True
-    resources:
-        machine=1,
-    params:
-        label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
-    run:
-        # in the Snakemake process: a job of milliseconds needs no Python process of its own
-        from fedrepro.scorecard.jobs import judge_artifact
-
-        judge_artifact(wildcards, input, output.csv, log[0])
 
 
 rule scorecard:

@@ -1,24 +1,26 @@
-"""Execute an artifact's notebook (jupytext percent `.py` -> `.ipynb`) with papermill, export it to HTML,
-and write every output's sidecar."""
+"""Execute an artifact's notebook (jupytext percent `.py` -> `.ipynb`) in an in-process kernel, export it to HTML,
+judge the artifact's claims on the CSV it wrote, and write every output's sidecar."""
 
 import os
 from pathlib import Path
 
-import jupytext
-import nbformat
-import papermill
-from nbconvert import HTMLExporter
-
-from fedrepro.io import atomic_path, write_text
-from fedrepro.pipeline import rule_run
-
-# The kernel draws with the inline backend, so each figure is an image/png output of the executed notebook.
+# The kernel draws with the inline backend, so each figure is an image/png output of the executed notebook
+# (set before anything imports matplotlib: the kernel runs in this process).
 os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+
+import jupytext  # noqa: E402
+import nbformat  # noqa: E402
+from nbconvert import HTMLExporter  # noqa: E402
+
+from fedrepro.execute import execute_notebook  # noqa: E402
+from fedrepro.io import atomic_path, write_text  # noqa: E402
+from fedrepro.pipeline import rule_run  # noqa: E402
+from fedrepro.scorecard.jobs import write_artifact_claims  # noqa: E402
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 root = Path.cwd()
 with rule_run(sm, inputs=[*sm.input.runs]) as run:
-    outputs = {k: v for k, v in sm.output.items() if k != "provs"}
+    outputs = {k: v for k, v in sm.output.items() if k not in ("provs", "claims")}
     parameters = {
         "root": str(root),
         "scale": sm.wildcards.scale,
@@ -26,12 +28,12 @@ with rule_run(sm, inputs=[*sm.input.runs]) as run:
         "outputs": {k: v for k, v in outputs.items() if k not in ("ipynb", "html")},
         **dict(sm.params.nb),
     }
-    notebook = jupytext.read(sm.input.notebook)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook = execute_notebook(jupytext.read(sm.input.notebook), parameters, cwd=root)
     with atomic_path(outputs["ipynb"]) as tmp:
-        papermill.execute_notebook(notebook, str(tmp), parameters=parameters, kernel_name="python3",
-                                   cwd=str(root), progress_bar=False, log_output=True)
-        body, _ = HTMLExporter().from_notebook_node(nbformat.read(str(tmp), as_version=4))
-    write_text(outputs["html"], body)
+        nbformat.write(notebook, str(tmp))
+    write_text(outputs["html"], HTMLExporter().from_notebook_node(notebook)[0])
     run.sidecars(outputs.values(), inputs=[sm.input.notebook, *sm.input.runs, sm.input.registry],
                  config=parameters | {"root": "."}, extra={"notebook": sm.input.notebook})
+    # the scorecard's rows for this artifact, by the same code as the notebook's "Paper vs ours"
+    write_artifact_claims(run, sm.wildcards, data=outputs["csv"], registry=sm.input.registry,
+                          output=sm.output.claims)

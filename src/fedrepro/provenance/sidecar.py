@@ -22,7 +22,7 @@ from fedrepro.provenance.hashing import hash_config, hash_tree, sha256_file
 
 SIDECAR_SUFFIX = ".prov.json"
 SCHEMA_VERSION = 1
-KEY_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "torch", "torchvision", "snakemake", "papermill", "matplotlib", "seaborn")
+KEY_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "torch", "torchvision", "snakemake", "papermill", "ipykernel", "matplotlib", "seaborn")
 LIBRARY_ROOT = Path(__file__).resolve().parents[1]  # src/fedrepro
 
 

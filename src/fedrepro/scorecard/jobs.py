@@ -1,6 +1,7 @@
-"""The scorecard's two workflow jobs, run inside the Snakemake process (they take milliseconds).
+"""The scorecard's two steps: per artifact (in its render job) and the whole scorecard (in the Snakemake process).
 
-`judge_artifact`: one artifact's claims against the numbers it shows -> results/<scale>/<paper>/claims/<artifact>.csv
+`write_artifact_claims`: one artifact's claims against the numbers it shows -> results/<scale>/<paper>/claims/
+<artifact>.csv (called by the render job, right after its notebook wrote those numbers);
 `write_scorecard`: every artifact's claims -> results/<scale>/claims.{csv,md} and the index page.
 """
 
@@ -9,27 +10,27 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def judge_artifact(wildcards, inputs, output: str, log_file: str, rule: str = "claims_artifact") -> None:
-    """`wildcards` (paper, artifact, scale) and `inputs` (data, registry) as the rule names them."""
+def write_artifact_claims(job, wildcards, *, data: str, registry: str, output: str) -> None:
+    """One artifact's claims judged on the CSV it wrote (`data`) -> `output` and its sidecar.
+
+    Called by the render job right after the notebook wrote `data` (and its sidecar, which carries the data status):
+    the notebook's "Paper vs ours" and the scorecard are computed by this same code, `evaluate_claims`."""
     import pandas as pd
 
     from fedrepro.io import write_csv
-    from fedrepro.pipeline import local_job
     from fedrepro.provenance import read_sidecar
     from fedrepro.registry import Registry
     from fedrepro.scorecard.evaluate import artifact_configurations, evaluate_claims
 
-    paper, artifact, scale, data = wildcards.paper, wildcards.artifact, wildcards.scale, inputs.data
-    with local_job(rule, log_file, inputs=[data]) as job:     # never judge numbers changed since they were made
-        registry = Registry.load(".")
-        claims = registry.claims(paper, artifact)
-        sidecar = read_sidecar(data) or {}
-        table = evaluate_claims(claims, pd.read_csv(data), paper=paper, artifact=artifact, scale=scale,
-                                data_status=sidecar.get("data"),
-                                configurations=artifact_configurations(registry, paper, artifact, scale))
-        write_csv(output, table)
-        job.log.info("%d claim rows: %s", len(table), table["verdict"].value_counts().to_dict())
-        job.sidecars([output], inputs=[data, inputs.registry], config={"claims": claims})
+    paper, artifact, scale = wildcards.paper, wildcards.artifact, wildcards.scale
+    reg = Registry.load(".")
+    claims = reg.claims(paper, artifact)
+    table = evaluate_claims(claims, pd.read_csv(data), paper=paper, artifact=artifact, scale=scale,
+                            data_status=(read_sidecar(data) or {}).get("data"),
+                            configurations=artifact_configurations(reg, paper, artifact, scale))
+    write_csv(output, table)
+    job.log.info("%d claim rows: %s", len(table), table["verdict"].value_counts().to_dict())
+    job.sidecars([output], inputs=[data, registry], config={"claims": claims})
 
 
 def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "scorecard") -> None:
