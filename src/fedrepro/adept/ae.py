@@ -35,6 +35,8 @@ TABLE2_PARAMETERS = {
     "model": "linear|conv",
     "latents": "list[int>=1, int>=1]",      # [low, high] latent dimensions
     "baseline_epochs?": "int>=1",
+    "baseline_ratio?": "float>0<=1",         # the share of each class the Baseline holds (1: the whole class, the
+                                             # paper; smaller only to keep the smoke scale's pipeline check quick)
 }
 
 
@@ -176,8 +178,9 @@ def run_table2(p: dict, split, rng_for) -> list[dict]:
         tr = ClientData([split.x_train[i] for i in parts_tr])
         te = ClientData([split.x_test[i] for i in parts_te])
         n_classes = len(np.unique(split.y_train))
-        b_tr = ClientData([split.x_train[i] for i in one_class_per_client(split.y_train, n_classes)])
-        b_te = ClientData([split.x_test[i] for i in one_class_per_client(split.y_test, n_classes)])
+        whole = float(p.get("baseline_ratio", 1.0))
+        b_tr = ClientData([split.x_train[i] for i in one_class_per_client(split.y_train, n_classes, data_ratio=whole)])
+        b_te = ClientData([split.x_test[i] for i in one_class_per_client(split.y_test, n_classes, data_ratio=whole)])
         for lat_name, k in (("low", int(p["latents"][0])), ("high", int(p["latents"][1]))):
             make = (lambda k=k: ConvAE(k, shape[-1])) if p["model"] == "conv" else (lambda k=k: LinearAE(d, k))
             for method in p["methods"]:
