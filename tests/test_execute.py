@@ -1,0 +1,96 @@
+"""The in-process render path (fedrepro.execute) against papermill's own executor (a kernel process): the same
+notebook gives the same outputs, cell by cell."""
+
+import base64
+import os
+
+import nbformat
+import papermill
+import pytest
+
+from fedrepro.execute import NotebookExecutionError, execute_notebook
+
+os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+
+
+def _notebook(*sources, parameters="x = 1\nname = 'default'"):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(parameters)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# title"), cell, *[nbformat.v4.new_code_cell(s) for s in sources]]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+CELLS = (
+    "print('before', x)\nimport sys\nprint('to stderr', file=sys.stderr)",
+    "from IPython.display import Markdown, display\ndisplay(Markdown(f'**{name}**'))\nprint('after')\nx * 21",
+    "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2))\nax.plot([0, 1], [1, 0])\nplt.close(fig)\nfig",
+    "y = x + 1",
+)
+
+
+def _summary(nb):
+    """Per code cell: (output_type, stream name or sorted mime types, text) of each output."""
+    rows = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        outs = []
+        for o in cell.outputs:
+            if o.output_type == "stream":
+                outs.append(("stream", o.name, o.text))
+            elif o.output_type in ("display_data", "execute_result"):
+                outs.append((o.output_type, tuple(sorted(o.data)), o.data.get("text/markdown", "")))
+            else:
+                outs.append((o.output_type, o.get("ename"), o.get("evalue")))
+        rows.append(outs)
+    return rows
+
+
+def test_same_outputs_as_papermill_with_a_kernel_process(tmp_path):
+    params = {"x": 2, "name": "ours"}
+    ours = execute_notebook(_notebook(*CELLS), params, cwd=tmp_path)
+    theirs = papermill.execute_notebook(_notebook(*CELLS), str(tmp_path / "pm.ipynb"), parameters=params,
+                                        kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+    assert _summary(ours) == _summary(theirs)
+    assert [c.source for c in ours.cells] == [c.source for c in theirs.cells]  # papermill's injected cell
+    injected = [c for c in ours.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and "x = 2" in injected[0].source
+    counts = [c.execution_count for c in ours.cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1))
+    assert _summary(ours)[3] == [("display_data", ("text/markdown", "text/plain"), "**ours**"),
+                                 ("stream", "stdout", "after\n"), ("execute_result", ("text/plain",), "")]
+    assert _summary(ours)[4][-1][:2] == ("execute_result", ("image/png", "text/plain"))
+    nbformat.validate(ours)
+
+
+def test_a_failing_cell_names_itself(tmp_path):
+    nb = _notebook("a = 1", "def f():\n    return 1 / 0\nf()", "never = True")
+    with pytest.raises(NotebookExecutionError) as err:
+        execute_notebook(nb, {}, cwd=tmp_path)
+    assert err.value.index == 4 and err.value.ename == "ZeroDivisionError"
+    assert "cell 4 raised ZeroDivisionError" in str(err.value) and "return 1 / 0" in str(err.value)
+
+
+def test_cwd_is_the_given_folder_and_restored(tmp_path):
+    before = os.getcwd()
+    nb = execute_notebook(_notebook("import os\nos.getcwd()"), {}, cwd=tmp_path)
+    assert nb.cells[-1].outputs[0].data["text/plain"] == repr(str(tmp_path))
+    assert os.getcwd() == before
+
+
+def test_a_saved_figure_shows_its_png_file(tmp_path):
+    """Artifact.save_figure's PNG is what the notebook shows, byte for byte (no third drawing)."""
+    cell = (
+        "import matplotlib.pyplot as plt\n"
+        "from fedrepro.plotting import save_figure\n"
+        "from fedrepro.notebook import show_saved_png\n"
+        "from pathlib import Path\n"
+        "fig, ax = plt.subplots(figsize=(2, 2))\nax.plot([0, 1])\n"
+        "save_figure(fig, 'f.pdf', 'f.png')\nplt.close(fig)\n"
+        "fig._fedrepro_saved_png = Path('f.png').read_bytes()\nshow_saved_png()\nfig"
+    )
+    nb = execute_notebook(_notebook(cell), {}, cwd=tmp_path)
+    shown = base64.b64decode(nb.cells[-1].outputs[-1].data["image/png"])
+    assert shown == (tmp_path / "f.png").read_bytes()
