@@ -43,6 +43,7 @@ def main() -> None:
     registry = Registry.load(root)
     overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
     params = deep_merge(registry.params(args.paper, args.experiment, args.configuration, args.scale), overrides)
+    params.update(plan.data_sizes(args.data) if args.data else {})    # the rows the run really reads
     measurements = [m for m in plan.measurements_for(root, registry) if m.scale in plan.MEASURED_SCALES]
     predicted = plan.predict_cpu_seconds(registry, measurements, args.paper, args.experiment, params, args.scale)
     limit_threads(1)

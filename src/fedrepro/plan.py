@@ -179,6 +179,28 @@ def read_calibration(root: str | Path) -> list[Measurement]:
                         date=r["date"]) for r in rows]
 
 
+def data_sizes(npz: str | Path | None) -> dict:
+    """{'data_train': rows of x_train, 'data_test': rows of x_test} of a prepared dataset, read from the arrays'
+    headers (nothing loaded); {} where it has neither.  A WORK expression defaults them to the real sets' sizes, so
+    a measurement on a smaller stand-in is priced by the data it really read."""
+    import zipfile
+
+    out = {}
+    try:
+        with zipfile.ZipFile(npz) as z:
+            for key, member in (("data_train", "x_train.npy"), ("data_test", "x_test.npy")):
+                if member in z.namelist():
+                    with z.open(member) as f:
+                        major, _ = np.lib.format.read_magic(f)
+                        read = np.lib.format.read_array_header_1_0 if major == 1 else \
+                            np.lib.format.read_array_header_2_0
+                        shape = read(f)[0]
+                    out[key] = int(shape[0])
+    except (OSError, TypeError, zipfile.BadZipFile, ValueError):
+        return {}
+    return out
+
+
 def measure_sidecar(root: Path, registry, sidecar: Path) -> Measurement | None:
     """The measurement a run's sidecar records (None: not a run of a registry experiment, or no timing)."""
     parts = sidecar.relative_to(root).parts     # results/<scale>/<paper>/runs/<experiment>/<configuration>.csv.prov.json
@@ -201,6 +223,9 @@ def measure_sidecar(root: Path, registry, sidecar: Path) -> Measurement | None:
     if spec is None:
         return None
     params = record.get("config") or {}
+    npz = next((i["path"] for i in record.get("inputs") or [] if i["path"].endswith(".npz")), None)
+    if npz:
+        params = {**params, **data_sizes(root / npz)}
     csv_path = Path(str(sidecar)[: -len(".prov.json")])
     out = csv_path.stat().st_size if csv_path.exists() else None
     return Measurement(paper=paper, experiment=experiment, configuration=name[: -len(".csv.prov.json")], scale=scale,
@@ -261,16 +286,6 @@ def calibrate(root: str | Path, registry) -> list[Measurement]:
 
 # ---- the model --------------------------------------------------------------------------------------------------
 
-@dataclass
-class Fit:
-    intercept: float
-    slope: float
-    points: list[Measurement]
-
-    def __call__(self, x: float) -> float:
-        return self.intercept + self.slope * x
-
-
 def fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
     """y = a + b x through the smallest and the largest x (a >= 0, b >= 0); one point (or no spread): through 0."""
     points = sorted(points)
@@ -305,23 +320,58 @@ class Estimate:
         return self.cpu_hours is not None
 
 
+def relevant(registry, measurements: list[Measurement], paper: str, experiment: str, shape: str) -> list[Measurement]:
+    """The experiment's own measurements, plus paper-size ones of other experiments of the same paper that run the
+    same runner at the same shape (one unit costs the same there: e.g. C-VFL's `mimic_q` borrows `mimic`'s)."""
+    runner = registry.experiment(paper, experiment)["runner"]
+    own = [m for m in measurements if (m.paper, m.experiment) == (paper, experiment) and m.units > 0]
+    if any(m.scale.startswith("paper") and m.shape == shape for m in own):
+        return own
+    borrowed = [m for m in measurements if m.paper == paper and m.experiment != experiment and m.units > 0
+                and m.scale.startswith("paper") and m.shape == shape
+                and registry.experiment(paper, m.experiment)["runner"] == runner]
+    return own + borrowed
+
+
 def fit_points(measurements: list[Measurement], shape: str) -> tuple[list[Measurement], bool]:
-    """The measurements a fit uses: those of the same shape (else all, flagged), on the CPU clock where it covers
-    the largest run (else the older sidecars' wall times join in)."""
+    """The measurements a fit uses: those of the same shape (else all, flagged); where some were made at the paper's
+    sizes (`paper`, `paper-fraction`), those and the smoke runs only; on the CPU clock where it covers the largest
+    run (else the older sidecars' wall times join in)."""
     same = [m for m in measurements if m.shape == shape]
     points = same or measurements
+    if any(m.scale.startswith("paper") for m in points):
+        # a measurement at the paper's own sizes beats quick's proxy sizes; smoke stays for the start-up cost
+        points = [m for m in points if m.scale.startswith("paper") or m.scale == "smoke"]
     cpu = [m for m in points if m.clock == "cpu"]
     if cpu and max(m.units for m in cpu) >= max(m.units for m in points):
         points = cpu
     return points, bool(same)
 
 
+def predict_memory(work: dict, measurements: list[Measurement], params: dict) -> tuple[float | None, bool]:
+    """(peak MB, is_floor).  A line over the `memory` units needs two measurements whose memory units differ by 1.5x
+    or more (a process's peak is mostly its interpreter and libraries: one point through the origin would scale
+    those too); otherwise the largest measured peak, a floor."""
+    rss = [(m.memory_units, m.peak_rss_mb) for m in measurements if m.peak_rss_mb]
+    if not rss:
+        return None, False
+    floor = max(r for _, r in rss)
+    if work.get("memory") and all(u is not None for u, _ in rss):
+        units = sorted(u for u, _ in rss)
+        if units[-1] > 1.5 * units[0]:
+            a, b = fit_line(rss)
+            return max(a + b * evaluate(work["memory"], params, work.get("defaults")), min(r for _, r in rss)), False
+    return floor, True
+
+
 def predict_cpu_seconds(registry, measurements: list[Measurement], paper: str, experiment: str, params: dict,
                         scale: str = "quick") -> float | None:
     """CPU seconds of one run of `experiment` with these parameters (None: no measurement)."""
     work = work_spec(registry.root, registry.run_spec(paper, experiment, scale)["runner"])
-    own = [m for m in measurements if (m.paper, m.experiment) == (paper, experiment) and m.units > 0]
-    if work is None or not own:
+    if work is None:
+        return None
+    own = relevant(registry, measurements, paper, experiment, shape_of(work, params))
+    if not own:
         return None
     points, _ = fit_points(own, shape_of(work, params))
     a, b = fit_line([(m.units, m.cpu_seconds) for m in points])
@@ -360,7 +410,7 @@ def estimate_run(registry, measurements: list[Measurement], paper: str, experime
         return est
     params = registry.params(paper, experiment, configuration, scale)
     est.units = units = evaluate(work["units"], params, work.get("defaults"))
-    own = [m for m in measurements if (m.paper, m.experiment) == (paper, experiment) and m.units > 0]
+    own = relevant(registry, measurements, paper, experiment, shape_of(work, params))
     if not own:
         est.basis = "no measurement (run it at smoke or quick scale, then --calibrate)"
         return est
@@ -383,12 +433,7 @@ def estimate_run(registry, measurements: list[Measurement], paper: str, experime
         est.wall_hours = est.gpu_hours
     else:
         est.wall_hours = est.cpu_hours / max(1, est.threads)
-    rss = [(m.memory_units, m.peak_rss_mb) for m in points if m.peak_rss_mb]
-    if work.get("memory") and rss and all(u is not None for u, _ in rss):
-        ma, mb = fit_line(rss)
-        est.mem_mb = ma + mb * evaluate(work["memory"], params, work.get("defaults"))
-    elif rss:
-        est.mem_mb, est.mem_is_floor = max(r for _, r in rss), True
+    est.mem_mb, est.mem_is_floor = predict_memory(work, own, params)
     est.disk_mb, est.disk_note = _disk_mb(root, spec.get("dataset"), [m.output_bytes for m in points])
     return est
 

@@ -63,18 +63,25 @@ PARAMETERS = {
     "target?": "float", "link_rate?": "float>0", "tau_oh?": "float>=0",
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): samples processed (seeds x methods x the runs a
-# method makes x iterations x nodes x batch) x the model's cost per sample (ResNet-20 proxies: width^2 x blocks x
-# image pixels; logistic regression: 1).  Gamma tuning adds tune_frac of a run per grid value.
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): samples processed x the model's cost per
+# sample (ResNet-20 proxies: width^2 x blocks x pixels / 1024; logistic regression: 1).  Samples: every run a method
+# makes (seeds, trigger scales or references, the gamma grid when every gamma runs, tune_frac of a run per grid value
+# when gamma is tuned) x iterations x nodes x batch, plus the evaluations (train_eval + test samples every eval_every
+# iterations, a forward pass each: a third of a training sample).
 WORK = {"units": "seeds * len(methods) * len(trigger_scales) * len(trigger_references) * "
                  "(len(gamma_grid) if gamma_grid_runs else 1 + (tune_frac * len(gamma_grid) if tune_gamma else 0)) * "
-                 "(T if T else epochs * iters_per_epoch) * n * batch * "
+                 "(steps * n * batch + evals * ((train_eval if train_eval else data_train) + "
+                 "(test_eval if test_eval else data_test)) / 3) * "
                  "(width * width * depth_blocks * image_size * image_size / 1024 if model != 'logreg' else 1)",
         "defaults": {"T": "None", "epochs": "0", "seeds": "1", "trigger_scales": "[1]", "trigger_references": "[1]",
                      "gamma_grid_runs": "False", "tune_gamma": "False", "tune_frac": "0.1", "gamma_grid": "[]",
-                     "width": "16", "depth_blocks": "3", "image_size": "32",
-                     "iters_per_epoch": "ceil({'mnist': 60000, 'cifar10': 50000, 'imagenet': 1281167}[dataset]"
-                                        " / (n * batch))"},
+                     "width": "16", "depth_blocks": "3", "image_size": "32", "train_eval": "None",
+                     "test_eval": "None", "eval_every": "20", "eval_every_epochs": "1",
+                     "data_train": "{'mnist': 60000, 'cifar10': 50000, 'imagenet': 1281167}[dataset]",
+                     "data_test": "{'mnist': 10000, 'cifar10': 10000, 'imagenet': 50000}[dataset]",
+                     "iters_per_epoch": "ceil(data_train / (n * batch))",
+                     "steps": "T if T else epochs * iters_per_epoch",
+                     "evals": "T / eval_every if T else epochs / eval_every_epochs"},
         "shape": ["model", "dataset"]}
 
 
