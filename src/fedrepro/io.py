@@ -79,8 +79,7 @@ def timing_cells(frame):
         if column in frame:
             mask[column] = True
     if "metric" in frame and "value" in frame:
-        metric = frame["metric"].astype(str)
-        mask["value"] |= metric.map(lambda m: any(fnmatch.fnmatchcase(m, p) for p in TIMING_METRICS))
+        mask["value"] |= frame["metric"].map(lambda m: any(fnmatch.fnmatchcase(str(m), p) for p in TIMING_METRICS))
     return mask
 
 
