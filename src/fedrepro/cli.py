@@ -1,4 +1,5 @@
-"""Command line: `python -m fedrepro audit <artifact | claim | path>` and `python -m fedrepro list`."""
+"""Command line: `python -m fedrepro audit <artifact | claim | path>`, `python -m fedrepro list` and
+`python -m fedrepro plan [--scale S] [TARGET]`."""
 
 from __future__ import annotations
 
@@ -83,6 +84,35 @@ def cmd_list(args) -> int:
     return 0
 
 
+def cmd_plan(args) -> int:
+    from fedrepro import plan
+
+    root = repo_root()
+    registry = Registry.load(root)
+    if args.calibrate:
+        rows = plan.calibrate(root, registry)
+        print(f"{plan.CALIBRATION}: {len(rows)} measurements "
+              f"({sum(r.source.startswith('sidecar') for r in rows)} from this clone's run sidecars)")
+        return 0
+    if args.gpu_speedup is None:
+        args.gpu_speedup = plan.GPU_SPEEDUP
+    measurements = plan.measurements_for(root, registry)
+    jobs = plan.target_runs(registry, args.target, args.scale)
+    estimates = [plan.estimate_run(registry, measurements, p, e, c, args.scale, gpu_speedup=args.gpu_speedup)
+                 for p, e, c in jobs]
+    print(f"Cost plan: {args.target} at scale {args.scale}: {len(jobs)} run jobs "
+          f"(renders, claims and data preparation are minutes and not modelled)\n")
+    print(plan.plan_table(estimates))
+    print(f"\nCPU core-h: the runner's CPU time on the calibration machine(s) (basis: the scales it was fitted on; "
+          f"'extrapolated' where the paper's units exceed every measurement).  GPU-h = core-h / {args.gpu_speedup:g} "
+          f"(plan:A-gpu-speedup).  Peak MB '≥': the largest measured peak, no memory model.  Cluster requests "
+          f"(paper scale): runtime = {plan.SAFETY:g} x wall h, mem_mb = {plan.MEMORY_SAFETY:g} x peak MB "
+          f"(docs/cluster.md, 'Cost planning').")
+    for note in sorted({n for e in estimates for n in e.notes}):
+        print(f"note: {note}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fedrepro", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -92,6 +122,14 @@ def main(argv=None) -> int:
     a.set_defaults(func=cmd_audit)
     ls = sub.add_parser("list", help="every artifact with its Snakemake target and claims")
     ls.set_defaults(func=cmd_list)
+    pl = sub.add_parser("plan", help="estimated CPU-hours, GPU-hours, memory and disk of a target's runs at a scale")
+    pl.add_argument("target", nargs="?", default="all", help="all (default), a paper, or an artifact alias")
+    pl.add_argument("--scale", choices=SCALES, default="paper")
+    pl.add_argument("--gpu-speedup", type=float, default=None,
+                    help="CPU cores one GPU replaces (default: fedrepro.plan.GPU_SPEEDUP, plan:A-gpu-speedup)")
+    pl.add_argument("--calibrate", action="store_true",
+                    help="rewrite config/calibration.csv from the run sidecars under results/{smoke,quick}")
+    pl.set_defaults(func=cmd_plan)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -58,7 +58,37 @@ def write_json(path: str | Path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
+# Timings in run CSVs.  They are measurements (CPU time on a CPU, wall time on a GPU: fedrepro.runtime.compute_clock),
+# so they differ between two runs of one configuration; every other cell of a run CSV is byte-identical between runs
+# on one machine (tests/test_timing_columns.py).  A timing is either a whole column or the `value` of a tidy row whose
+# `metric` matches one of TIMING_METRICS (fnmatch patterns).  Add a new timing here, nowhere else.
+TIMING_COLUMNS = ("seconds_per_iter",)                  # thesis ch. 3 (decentral): measured compute per iteration
+TIMING_METRICS = ("time",                               # gcca Figs. 3-8: cumulative simulated-parallel clock
+                  "wall_seconds",                       # adept Table 3: one training's time
+                  "s_per_iter_*", "build_s", "mvlsa_s")  # gcca Europarl: per iteration of each method; set-up
+
+
+def timing_cells(frame):
+    """A boolean frame: True where `frame` (a run CSV) holds a timing (TIMING_COLUMNS, TIMING_METRICS)."""
+    import fnmatch
+
+    import pandas as pd
+
+    mask = pd.DataFrame(False, index=frame.index, columns=frame.columns)
+    for column in TIMING_COLUMNS:
+        if column in frame:
+            mask[column] = True
+    if "metric" in frame and "value" in frame:
+        mask["value"] |= frame["metric"].map(lambda m: any(fnmatch.fnmatchcase(str(m), p) for p in TIMING_METRICS))
+    return mask
+
+
+def without_timings(frame):
+    """`frame` with every timing cell blanked: what the byte-identity promise covers."""
+    return frame.mask(timing_cells(frame))
+
+
 def write_csv(path: str | Path, frame) -> None:
-    """Deterministic CSV (no index, fixed float format) so reruns are byte-identical."""
+    """Deterministic CSV (no index, fixed float format) so reruns are byte-identical, timings aside (TIMING_*)."""
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False, float_format="%.10g", lineterminator="\n")

@@ -159,6 +159,47 @@ class RunResult:
     side_files: list[str] = field(default_factory=list)  # files written beside the CSV
 
 
+@dataclass
+class RunCost:
+    """What a runner cost: wall seconds, CPU seconds (user + system, every thread, children included: data loader
+    workers) and the peak resident memory of the job's process (children's too).  Recorded in the run's sidecar;
+    `fedrepro.plan` fits its cost model to them."""
+
+    wall0: float
+    cpu0: float
+    wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    peak_rss_mb: float = 0.0
+
+    @staticmethod
+    def _cpu() -> float:
+        import resource
+
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    @classmethod
+    def start(cls) -> RunCost:
+        import time
+
+        return cls(wall0=time.perf_counter(), cpu0=cls._cpu())
+
+    def stop(self) -> RunCost:
+        import resource
+        import time
+
+        self.wall_seconds = time.perf_counter() - self.wall0
+        self.cpu_seconds = self._cpu() - self.cpu0
+        peak_kb = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                      resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)   # Linux: kilobytes
+        self.peak_rss_mb = peak_kb / 1024
+        return self
+
+    def record(self) -> dict:
+        return {"wall_seconds": round(self.wall_seconds, 2), "cpu_seconds": round(self.cpu_seconds, 2),
+                "peak_rss_mb": round(self.peak_rss_mb, 1)}
+
+
 def load_runner(spec: str) -> Callable[[RunContext], RunResult]:
     """'package.module:function' -> the function (the registry's `runner:`)."""
     import importlib

@@ -157,7 +157,14 @@ def run_inputs(wc):
 
 
 def run_resource(key, default=None):
-    return lambda wc: run_spec(wc)["resources"].get(key, default)
+    """The registry's value for the run's scale wins; at paper scale runtime and mem_mb otherwise come from the
+    cost plan (fedrepro.plan, docs/cluster.md 'Cost planning'), never below the experiment's registry value.
+    """
+    from fedrepro.plan import run_resource as planned
+
+    return lambda wc: planned(
+        REGISTRY, wc.paper, wc.experiment, wc.configuration, wc.scale, key, default
+    )
 
 
 def slurm_partition(wc):

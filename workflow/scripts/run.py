@@ -1,9 +1,7 @@
 """Run one (experiment, configuration) with the runner the registry names, and write its tidy CSV + sidecars."""
 
-import time
-
 from fedrepro.io import write_csv
-from fedrepro.pipeline import RunContext, load_runner, rule_run
+from fedrepro.pipeline import RunContext, RunCost, load_runner, rule_run
 from fedrepro.plugins import import_plugins
 from fedrepro.runtime import limit_threads
 
@@ -19,9 +17,10 @@ with rule_run(sm, inputs=sm.input) as run:
                      inputs=inputs, output=sm.output.csv, threads=1 if spec["alone"] else sm.threads,
                      device_preference=sm.config.get("device", "auto"), log=run.log,
                      progress=lambda it, **kw: run.progress(it, **kw))
-    t0 = time.perf_counter()
+    cost = RunCost.start()  # wall, CPU seconds and peak memory, for `python -m fedrepro plan` (docs/cluster.md)
     result = load_runner(spec["runner"])(ctx)
-    wall = time.perf_counter() - t0
+    cost.stop()
+    wall = cost.wall_seconds
     rows = result.rows
     if "configuration" not in rows:
         rows.insert(0, "configuration", ctx.configuration)
@@ -31,4 +30,4 @@ with rule_run(sm, inputs=sm.input) as run:
     run.sidecars([sm.output.csv, *result.side_files],
                  inputs=result.inputs if result.inputs is not None else list(inputs.values()),
                  config=ctx.params, seeds=result.seeds if result.seeds is not None else [ctx.seed], data=result.data,
-                 extra={"runner": spec["runner"], "wall_seconds": round(wall, 2), **result.extra})
+                 extra={"runner": spec["runner"], **cost.record(), **result.extra})

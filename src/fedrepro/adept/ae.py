@@ -39,6 +39,12 @@ TABLE2_PARAMETERS = {
                                              # paper; smaller only to keep the smoke scale's pipeline check quick)
 }
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): methods x epochs x clients x data x model.
+TABLE1_WORK = {"units": "len(sigma_stars) * seeds * len(methods) * epochs * m * (n_train + n_test) * d * latent",
+               "memory": "m * (n_train + n_test) * d"}
+TABLE2_WORK = {"units": "len(latents) * seeds * len(methods) * (epochs + lazy_epochs) * tau * m * data_ratio",
+               "shape": ["dataset", "model"]}
+
 
 def recon_loss(fwd):
     def loss(params, batch):

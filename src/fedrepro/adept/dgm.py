@@ -29,6 +29,13 @@ TABLE3_PARAMETERS = {
 }
 FEATNET_PARAMETERS = {"n_train": "int>=1", "epochs": "int>=1"}
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): trainings x iterations x clients x data x
+# U-Net width^2, plus the sampler's steps.
+TABLE3_WORK = {"units": "seeds * len(methods) * m * sum(array(widths) ** 2) * "
+                        "(epochs * tau * sum(values(regimes)) + n_samples * sampler_steps / 100)",
+               "memory": "m * sum(values(regimes))"}
+FEATNET_WORK = {"units": "n_train * epochs"}
+
 
 def corrupt(x, gen):
     a = torch.rand(x.shape[:2], generator=gen).reshape(*x.shape[:2], 1, 1, 1)

@@ -26,6 +26,10 @@ PARAMETERS = {
     "gd_baselines?": "bool",                # also run the Riemannian-GD local / global baselines
 }
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): iterations x clients x data x model.
+WORK = {"units": "len(sigma_stars) * seeds * T * m * d * (n + r) * r * (2 if gd_baselines else 1)",
+        "memory": "m * d * (n + r)", "defaults": {"gd_baselines": "False"}}
+
 
 @dataclass
 class PCAProblem:

@@ -48,6 +48,9 @@ PARAMETERS = {
               "speedups": "list[list[float]]"},  # [t_c, Q, value, decimals]
 }
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): formula evaluations only (constant).
+WORK = {"units": "1"}
+
 UNIT_BITS = {"MB": MIB_BITS, "GB": GIB_BITS}  # MB = 2^20 bytes, GB = 2^30 bytes (cvfl.md §3.5)
 COMP_NAME = {v: k for k, v in summaries.COMP_ID.items()}
 # How a cell of the paper's tables is named in the cost-check rows (column `label`): "Scalar b=2, Q=10", ...

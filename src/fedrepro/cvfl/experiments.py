@@ -47,6 +47,23 @@ PARAMETERS = {
     "eval_train?": "bool", "eval_every?": "int>=1", "eval_batch_stats?": "bool",
 }
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): seeds x grid x epochs x samples x Q local
+# steps x M parties (x MIMIC's hours: the LSTM steps through them); the party network (and its proxy's size) decides
+# the cost of one unit.
+WORK = {"units": "n_seeds * n_used * M * (timesteps if dataset == 'mimic' else 1) * "
+                 "(sum(field(runs, 'epochs', epochs) * field(runs, 'Q', Q)) if runs else epochs * Q * "
+                 "(('none' in compressors) + (len(compressors) - ('none' in compressors)) * len(bits)))",
+        "memory": "n_used * {'mimic': 912, 'cifar10': 3072, 'modelnet10': 12 * 3 * 224 * 224 / 4, "
+                  "'imagenet100': 0}[dataset]",
+        "defaults": {"data_train": "{'mimic': 14681, 'cifar10': 50000, 'modelnet10': 3991, 'imagenet100': 126689}"
+                                   "[dataset]",      # the real sets' sizes; a measurement uses its input's
+                     "n_train": "None",
+                     "n_used": "min(n_train, data_train) if n_train else data_train * train_fraction",
+                     "Q": "10", "M": "4", "epochs": "1", "runs": "[]", "compressors": "[]", "bits": "[]",
+                     "train_fraction": "1", "hidden": "0", "channels": "0", "image_size": "0",
+                     "timesteps": "48"},
+        "shape": ["dataset", "party", "hidden", "channels", "image_size", "P"]}
+
 # The authors' seeds (cvfl.md §1).
 SEEDS = {"mimic": [1234420321, 1678517510, 1679295649, 2141512896, 755346466],
          "other": [707412115, 1928644128, 16910772, 1263880818, 1445547577]}

@@ -21,7 +21,7 @@ from fedrepro.decentral.conventions import CONVENTIONS
 from fedrepro.decentral.engine import DecentralEngine, method_config
 from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
-from fedrepro.runtime import rng_stream
+from fedrepro.runtime import compute_clock, rng_stream
 
 # What `run` reads (thesis.yaml fig3_1 ... fig3_4_trigger), checked when the registry loads; format:
 # fedrepro/paramspec.py.  The T iterations: `T`, or `epochs` x `iters_per_epoch` (derived from the data if absent).
@@ -62,6 +62,27 @@ PARAMETERS = {
     # model's constants in fedrepro.decentral.linkmodel
     "target?": "float", "link_rate?": "float>0", "tau_oh?": "float>=0",
 }
+
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): samples processed x the model's cost per
+# sample (ResNet-20 proxies: width^2 x blocks x pixels / 1024; logistic regression: 1).  Samples: every run a method
+# makes (seeds, trigger scales or references, the gamma grid when every gamma runs, tune_frac of a run per grid value
+# when gamma is tuned) x iterations x nodes x batch, plus the evaluations (train_eval + test samples every eval_every
+# iterations, a forward pass each: a third of a training sample).
+WORK = {"units": "seeds * len(methods) * len(trigger_scales) * len(trigger_references) * "
+                 "(len(gamma_grid) if gamma_grid_runs else 1 + (tune_frac * len(gamma_grid) if tune_gamma else 0)) * "
+                 "(steps * n * batch + evals * ((train_eval if train_eval else data_train) + "
+                 "(test_eval if test_eval else data_test)) / 3) * "
+                 "(width * width * depth_blocks * image_size * image_size / 1024 if model != 'logreg' else 1)",
+        "defaults": {"T": "None", "epochs": "0", "seeds": "1", "trigger_scales": "[1]", "trigger_references": "[1]",
+                     "gamma_grid_runs": "False", "tune_gamma": "False", "tune_frac": "0.1", "gamma_grid": "[]",
+                     "width": "16", "depth_blocks": "3", "image_size": "32", "train_eval": "None",
+                     "test_eval": "None", "eval_every": "20", "eval_every_epochs": "1",
+                     "data_train": "{'mnist': 60000, 'cifar10': 50000, 'imagenet': 1281167}[dataset]",
+                     "data_test": "{'mnist': 10000, 'cifar10': 10000, 'imagenet': 50000}[dataset]",
+                     "iters_per_epoch": "ceil(data_train / (n * batch))",
+                     "steps": "T if T else epochs * iters_per_epoch",
+                     "evals": "T / eval_every if T else epochs / eval_every_epochs"},
+        "shape": ["model", "dataset"]}
 
 
 def _torch_gen(seed: int, *keys, device: str | torch.device = "cpu") -> torch.Generator:
@@ -330,10 +351,11 @@ def run_method(params: dict, method: str, task, seed: int, gamma: float, log=pri
                      "epoch": step / int(params.get("iters_per_epoch", 1))})
 
     snapshot(0)
+    timer = compute_clock(str(task.x0().device))   # CPU time on a CPU (load-independent), wall time on a GPU
     for t in range(T):
-        s = time.perf_counter()
+        s = timer()
         eng.step(task.grad)
-        compute += time.perf_counter() - s
+        compute += timer() - s
         if (t + 1) % every == 0 or t + 1 == T:
             snapshot(t + 1)
             if not np.isfinite(recs[-1]["train_loss"]):

@@ -25,6 +25,9 @@ PARAMETERS = {
     "draws": "int>=1",                      # compressions of the same Δ
 }
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): draws x entries.
+WORK = {"units": "draws * J * K"}
+
 
 def run(ctx):
     """Runner (registry `runner:`) of the Fig. 2 experiment: one configuration's rows."""

@@ -38,6 +38,11 @@ EHR_PARAMETERS = {
     "tsne_seed?": "int>=0",
 }
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): trials x rounds x inner steps x batch x the
+# networks' width.
+DEEP_TOY_WORK = {"units": "trials * R * T * batch * sum(hidden)", "memory": "J * sum(hidden)"}
+EHR_WORK = {"units": "trials * R * T * batch * sum(hidden)"}
+
 COLUMNS = ["kind", "method", "q", "seed", "step", "metric", "value", "view", "x", "y", "label"]
 
 

@@ -18,6 +18,9 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
 from fedrepro.gcca.objective import maxvar_objective
+from fedrepro.runtime import compute_clock
+
+_timer = compute_clock()   # CPU time: the timing rows must not change with the machine's load
 
 # What `run` reads (gcca.yaml europarl), checked when the registry loads; format: fedrepro/paramspec.py.
 PARAMETERS = {
@@ -29,6 +32,10 @@ PARAMETERS = {
     "R": "int>=1", "R_vstar": "int>=1",     # iterations; of the long uncompressed run that gives v*
     "ac_every": "int>=1", "ac_test?": "int>=1",   # alignment accuracy: every so many iterations, on this many rows
 }
+
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): iterations (the v* run's too) x inner steps
+# x batch x views x K_tilde.
+WORK = {"units": "len(languages) * (R + R_vstar) * T * batch * K_tilde", "memory": "len(languages) * n_train"}
 
 
 def hash_features(sentences: list[str], n_features: int = 2**19) -> sp.csr_matrix:
@@ -138,8 +145,6 @@ def run_europarl(experiment: str, p: dict, texts: dict, split: np.ndarray, progr
     corpus is smaller; recorded).  v* (A-4): the final objective of a long uncompressed AltMaxVar run
     (R_vstar iterations, same SGD batch and T, warm start).
     """
-    import time
-
     import pandas as pd
 
     from fedrepro.gcca.alignment import alignment_accuracy
@@ -152,12 +157,12 @@ def run_europarl(experiment: str, p: dict, texts: dict, split: np.ndarray, progr
     train = np.flatnonzero(split == 0)[: int(p["n_train"])]
     test_all = np.flatnonzero(split == 1)
     test = test_all[: int(p["n_test"])]
-    t0 = time.perf_counter()
+    t0 = _timer()
     views, Xtest, widths = build_views(texts, langs, train, test, int(p["n_features"]))
-    t_build = time.perf_counter() - t0
+    t_build = _timer() - t0
     K = int(p["K"])
     warm = sparse_mvlsa(views, K, int(p["K_tilde"]))
-    t_mvlsa = time.perf_counter() - t0 - t_build
+    t_mvlsa = _timer() - t0 - t_build
     rng_ac = rng_stream(seed, experiment, "ac-subsample")
     n_ac = min(int(p.get("ac_test", len(test))), len(test))
     ac_rows = np.sort(rng_ac.choice(len(test), n_ac, replace=False))
@@ -175,11 +180,11 @@ def run_europarl(experiment: str, p: dict, texts: dict, split: np.ndarray, progr
             ("vstar-run", None, int(p["R_vstar"]))]
     for label, q, R in (progress(runs) if progress else runs):
         cfg = EngineConfig(K=K, R=R, T=int(p["T"]), batch=batch, q=q)
-        t1 = time.perf_counter()
+        t1 = _timer()
         res = run_maxvar(views, warm.Q, cfg, rng_stream(seed, experiment, label, "sgd"),
                          rng_stream(seed, experiment, label, "compressor"),
                          callback=None if label == "vstar-run" else ac, callback_every=int(p["ac_every"]))
-        ref[f"s_per_iter_{label}"] = (time.perf_counter() - t1) / R
+        ref[f"s_per_iter_{label}"] = (_timer() - t1) / R
         base = {"kind": "curve", "method": label, "q": 32 if q is None else q}
         n = len(res.steps)
         for metric, vals in (("objective", res.objective), ("bpv", res.bpv)):

@@ -43,6 +43,12 @@ PARAMETERS = {
                   "start?": "warm|randn"}],
 }
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): trials x iterations x variants x inner steps x
+# the views' size (J x N x K, per view; Fig. 7 sums over its view counts).
+WORK = {"units": "trials * R * len(variants) * T * J * N * K * sum(I_values if I_values else [I])",
+        "memory": "J * N * max(I_values if I_values else [I])",
+        "defaults": {"I_values": "None", "sparse": "False"}, "shape": ["sparse"]}
+
 COLUMNS = ["variant", "method", "start", "q", "batch", "I", "seed", "step", "metric", "value", "bits_up", "bits_down"]
 
 

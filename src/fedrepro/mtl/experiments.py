@@ -54,6 +54,11 @@ PARAMETERS = {
     "tau?": "float>0",                      # target gap of the figure (fedrepro.mtl.artifacts)
 }
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): runs x iterations x nodes x dimension (the
+# eight schemes and both feedbacks are the same at every scale).
+WORK = {"units": "runs * (min(T, T_max) if T_max else T) * n * d", "defaults": {"T_max": "None"},
+        "shape": ["problem"]}
+
 SCHEMES = ("vanilla", "sign", "topk", "sign_topk")
 FEEDBACKS = ("sample", "bandit")
 CONVENTIONS = {"bits_measured": None, "bits_P": "P", "bits_F": "F"}

@@ -32,6 +32,9 @@ PARAMETERS = {
     "noise_scale?": "float>=0",
 }
 
+# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): runs x configurations x ratios x d^2 x q.
+WORK = {"units": "runs * len(sample_configs) * len(ratios_db) * d * d * q", "memory": "d * d"}
+
 METHODS = ("phase1", "phase2", "scratch")
 
 

@@ -1,0 +1,576 @@
+"""Cost planning: what a run costs at a scale we have not run, from what the runs we made cost (docs/cluster.md).
+
+The model, per experiment (one registry `experiments:` entry):
+
+* **work units.**  Each runner module declares, beside its `PARAMETERS`, a `WORK` literal (`<FUNCTION>_WORK` where a
+  module holds several runners): ``units``, an expression over the run's resolved parameters that grows as its CPU
+  time does (e.g. ``trials * R * len(variants) * T * J * N * K * I``); optionally ``memory``, one that grows as its
+  peak memory does; ``defaults`` for parameters a configuration may leave out; ``shape``, the parameters that change
+  the cost of one unit in a way the units do not count (the party network, the dataset).  Expressions are read with
+  `ast` (nothing imported) and evaluated by `evaluate` (names, literals, arithmetic, comparisons, `x if c else y`,
+  subscripts and the helpers in `HELPERS`; nothing else).
+* **measurements.**  Every run's sidecar records ``extra.cpu_seconds`` (process CPU time of the runner, all threads,
+  children included), ``extra.peak_rss_mb`` and ``extra.wall_seconds`` (workflow/scripts/run.py).  Older sidecars
+  have only the wall time; it is used in place of the CPU time and the row says so (``clock: wall``).
+  `config/calibration.csv` holds committed measurements (the machine and date they come from) for a fresh clone:
+  ``python -m fedrepro plan --calibrate`` rewrites it from the sidecars under ``results/{smoke,quick}``, keeping
+  its rows that came from elsewhere (benchmarks, paper-scale fractions).
+* **fit.**  CPU seconds = a + b x units, through the smallest and the largest measurement of the same shape (a, the
+  start-up cost: imports, data loading; b, the cost per unit); one measurement gives a = 0 and b = its ratio.  Peak
+  memory the same way over ``memory``; without a ``memory`` expression, the largest measured peak (a lower bound).
+  Output bytes scale with the units (an upper bound: runs log at most once per unit of work).
+* **GPU.**  A run whose registry resources ask for a GPU at that scale is priced in GPU-hours: its CPU-seconds
+  (one core) / `GPU_SPEEDUP`, a stated assumption (plan:A-gpu-speedup in docs/cluster.md), overridable with
+  ``--gpu-speedup``.
+* **resources.**  At paper scale the run rule's ``runtime`` and ``mem_mb`` come from here (`rule_resources`), times
+  `SAFETY` (runtime) and `MEMORY_SAFETY`; a value under the registry's ``scales: paper: resources:`` wins, and the
+  experiment-level value is a floor.
+
+Nothing is invented: an experiment with no measurement at all gets no estimate (the table says so and the rule keeps
+its registry/default resources).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import math
+import platform
+from dataclasses import dataclass, field
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from fedrepro.config import ConfigError
+from fedrepro.paramspec import module_path
+
+WORK_NAME = "WORK"
+CALIBRATION = "config/calibration.csv"
+MEASURED_SCALES = ("smoke", "quick")
+GPU_SPEEDUP = 100.0      # plan:A-gpu-speedup: one GPU = this many CPU cores of the calibration machine
+SAFETY = 2.0             # runtime request = SAFETY x the estimate (model error, slower nodes, load)
+MEMORY_SAFETY = 1.5      # mem_mb request = MEMORY_SAFETY x the estimated peak
+MIN_RUNTIME_MIN = 10     # no cluster request below this (queue start-up, imports)
+CALIBRATION_FIELDS = ("paper", "experiment", "configuration", "scale", "shape", "units", "memory_units",
+                      "cpu_seconds", "clock", "threads", "peak_rss_mb", "output_bytes", "source", "machine", "date")
+
+
+# ---- expressions ------------------------------------------------------------------------------------------------
+
+def _field(rows, key, default=0):
+    """The `key` of every mapping in a list (a default where one lacks it), as an array: `field(runs, 'epochs')`."""
+    return np.array([r.get(key, default) if isinstance(r, dict) else default for r in rows or []], dtype=float)
+
+
+HELPERS = {"len": len, "sum": lambda x: float(np.sum(x)), "min": min, "max": max, "abs": abs, "ceil": math.ceil,
+           "prod": lambda x: float(np.prod(x)), "values": lambda d: list((d or {}).values()), "field": _field,
+           "array": lambda x: np.asarray(x, dtype=float), "float": float, "int": int}
+_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.Name, ast.Load,
+          ast.Constant, ast.Subscript, ast.Slice, ast.List, ast.Tuple, ast.Dict, ast.Add, ast.Sub, ast.Mult, ast.Div,
+          ast.FloorDiv, ast.Mod, ast.Pow, ast.USub, ast.UAdd, ast.Not, ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt,
+          ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn)
+
+
+@lru_cache(maxsize=512)
+def _compile(text: str):
+    tree = ast.parse(text, mode="eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, _NODES):
+            raise ConfigError(f"work expression {text!r}: {type(node).__name__} is not allowed")
+        if isinstance(node, ast.Name) and node.id.startswith("_"):
+            raise ConfigError(f"work expression {text!r}: name {node.id!r} is not allowed")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in HELPERS):
+            raise ConfigError(f"work expression {text!r}: only the helpers {', '.join(HELPERS)} may be called")
+    return compile(tree, "<work>", "eval")
+
+
+def evaluate(text: str, params: dict, defaults: dict | None = None) -> float:
+    """An expression's value over `params`; `defaults` (name -> expression) fill parameters a run leaves out."""
+    names = dict(params)
+    pending = {k: str(v) for k, v in (defaults or {}).items() if names.get(k) is None}
+    while pending:          # a default may read another default: resolve in rounds
+        done = {}
+        for key, expr in pending.items():
+            try:
+                done[key] = eval(_compile(expr), {"__builtins__": {}, **HELPERS}, dict(names))  # noqa: S307
+            except NameError:
+                continue
+        if not done:
+            raise ConfigError(f"work defaults {sorted(pending)} name parameters the run does not have")
+        names.update(done)
+        pending = {k: v for k, v in pending.items() if k not in done}
+    try:
+        value = eval(_compile(text), {"__builtins__": {}, **HELPERS}, names)  # noqa: S307  (checked tree)
+    except NameError as exc:
+        raise ConfigError(f"work expression {text!r}: {exc}; declare a default for it") from None
+    return float(value)
+
+
+# ---- declarations -----------------------------------------------------------------------------------------------
+
+@lru_cache(maxsize=64)
+def _module_work(path: str, mtime_ns: int) -> dict:
+    out = {}
+    for node in ast.parse(Path(path).read_text(), filename=path).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name == WORK_NAME or name.endswith("_" + WORK_NAME):
+                out[name] = ast.literal_eval(node.value)
+    return out
+
+
+def work_spec(root: str | Path, runner: str) -> dict | None:
+    """A runner's `WORK` declaration (`<FUNCTION>_WORK` first), or None where it declares none."""
+    module, _, function = runner.partition(":")
+    path = module_path(root, module)
+    if path is None:
+        return None
+    specs = _module_work(str(path), path.stat().st_mtime_ns)
+    return specs.get(f"{function.upper()}_{WORK_NAME}", specs.get(WORK_NAME))
+
+
+def shape_of(spec: dict, params: dict) -> str:
+    """The values of the parameters that decide the cost of one unit, as one comparable string."""
+    return json.dumps({k: params.get(k) for k in spec.get("shape", [])}, sort_keys=True, default=str)
+
+
+# ---- measurements -----------------------------------------------------------------------------------------------
+
+@dataclass
+class Measurement:
+    paper: str
+    experiment: str
+    configuration: str
+    scale: str
+    shape: str
+    units: float
+    memory_units: float | None
+    cpu_seconds: float
+    clock: str                   # cpu | wall (older sidecars: the wall time stands in for the CPU time)
+    threads: int
+    peak_rss_mb: float | None
+    output_bytes: float | None
+    source: str
+    machine: str = ""
+    date: str = ""
+
+    def row(self) -> dict:
+        return {k: ("" if getattr(self, k) is None else getattr(self, k)) for k in CALIBRATION_FIELDS}
+
+
+def _num(text):
+    return None if text in ("", None) else float(text)
+
+
+def read_calibration(root: str | Path) -> list[Measurement]:
+    path = Path(root) / CALIBRATION
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    return [Measurement(paper=r["paper"], experiment=r["experiment"], configuration=r["configuration"],
+                        scale=r["scale"], shape=r["shape"], units=float(r["units"]),
+                        memory_units=_num(r["memory_units"]), cpu_seconds=float(r["cpu_seconds"]), clock=r["clock"],
+                        threads=int(r["threads"] or 1), peak_rss_mb=_num(r["peak_rss_mb"]),
+                        output_bytes=_num(r["output_bytes"]), source=r["source"], machine=r["machine"],
+                        date=r["date"]) for r in rows]
+
+
+def data_sizes(npz: str | Path | None) -> dict:
+    """{'data_train': rows of x_train, 'data_test': rows of x_test} of a prepared dataset, read from the arrays'
+    headers (nothing loaded); {} where it has neither.  A WORK expression defaults them to the real sets' sizes, so
+    a measurement on a smaller stand-in is priced by the data it really read."""
+    import zipfile
+
+    out = {}
+    try:
+        with zipfile.ZipFile(npz) as z:
+            for key, member in (("data_train", "x_train.npy"), ("data_test", "x_test.npy")):
+                if member in z.namelist():
+                    with z.open(member) as f:
+                        major, _ = np.lib.format.read_magic(f)
+                        read = np.lib.format.read_array_header_1_0 if major == 1 else \
+                            np.lib.format.read_array_header_2_0
+                        shape = read(f)[0]
+                    out[key] = int(shape[0])
+    except (OSError, TypeError, zipfile.BadZipFile, ValueError):
+        return {}
+    return out
+
+
+def measure_sidecar(root: Path, registry, sidecar: Path) -> Measurement | None:
+    """The measurement a run's sidecar records (None: not a run of a registry experiment, or no timing)."""
+    parts = sidecar.relative_to(root).parts     # results/<scale>/<paper>/runs/<experiment>/<configuration>.csv.prov.json
+    if len(parts) != 6 or parts[3] != "runs":
+        return None
+    _, scale, paper, _, experiment, name = parts
+    try:
+        entry = registry.experiment(paper, experiment)
+    except KeyError:
+        return None
+    record = json.loads(sidecar.read_text())
+    extra = record.get("extra") or {}
+    if "cpu_seconds" in extra:
+        seconds, clock = float(extra["cpu_seconds"]), "cpu"
+    elif "wall_seconds" in extra:
+        seconds, clock = float(extra["wall_seconds"]), "wall"
+    else:
+        return None
+    spec = work_spec(root, entry["runner"])
+    if spec is None:
+        return None
+    params = record.get("config") or {}
+    npz = next((i["path"] for i in record.get("inputs") or [] if i["path"].endswith(".npz")), None)
+    if npz:
+        params = {**params, **data_sizes(root / npz)}
+    csv_path = Path(str(sidecar)[: -len(".prov.json")])
+    out = csv_path.stat().st_size if csv_path.exists() else None
+    return Measurement(paper=paper, experiment=experiment, configuration=name[: -len(".csv.prov.json")], scale=scale,
+                       shape=shape_of(spec, params), units=evaluate(spec["units"], params, spec.get("defaults")),
+                       memory_units=(evaluate(spec["memory"], params, spec.get("defaults"))
+                                     if spec.get("memory") else None),
+                       cpu_seconds=seconds, clock=clock, threads=int(registry.run_spec(paper, experiment, scale)["threads"]),
+                       peak_rss_mb=extra.get("peak_rss_mb"), output_bytes=out,
+                       source=f"sidecar {sidecar.relative_to(root)}", machine=str(record.get("device", "")),
+                       date=str(record.get("finished", ""))[:10])
+
+
+def measured_runs(root: str | Path, registry) -> list[Measurement]:
+    root = Path(root)
+    out = []
+    for scale in MEASURED_SCALES:
+        for sidecar in sorted((root / "results" / scale).glob("*/runs/*/*.csv.prov.json")):
+            m = measure_sidecar(root, registry, sidecar)
+            if m is not None:
+                out.append(m)
+    return out
+
+
+def machine_name() -> str:
+    """'<CPU model>, <n> cores' (what the calibration's seconds are seconds of)."""
+    import os
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores"
+
+
+def calibrate(root: str | Path, registry) -> list[Measurement]:
+    """Rewrite config/calibration.csv: this machine's sidecar measurements (CPU clock preferred), plus the committed
+    rows that did not come from sidecars (benchmarks, paper-scale fractions)."""
+    root = Path(root)
+    fresh = measured_runs(root, registry)
+    kept = [m for m in read_calibration(root) if not m.source.startswith("sidecar")]
+    for m in fresh:
+        m.machine = machine_name()
+    rows = kept + fresh
+    path = root / CALIBRATION
+    with open(path, "w", newline="") as f:
+        f.write(f"# Measured run costs for `python -m fedrepro plan` on a fresh clone (docs/cluster.md, 'Cost planning').\n"
+                f"# Regenerate: python -m fedrepro plan --calibrate   (last: {date.today().isoformat()})\n")
+        writer = csv.DictWriter(f, fieldnames=CALIBRATION_FIELDS, lineterminator="\n")
+        writer.writeheader()
+        for m in rows:
+            writer.writerow(m.row())
+    return rows
+
+
+# ---- the model --------------------------------------------------------------------------------------------------
+
+def fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """y = a + b x through the smallest and the largest x (a >= 0, b >= 0); one point (or no spread): through 0."""
+    points = sorted(points)
+    (x0, y0), (x1, y1) = points[0], points[-1]
+    if x1 > x0 * 1.5 and y1 > y0:
+        b = (y1 - y0) / (x1 - x0)
+        return max(0.0, y0 - b * x0), b
+    return 0.0, max(y for _, y in points) / max(x1, 1e-300)
+
+
+@dataclass
+class Estimate:
+    paper: str
+    experiment: str
+    configuration: str
+    scale: str
+    threads: int
+    gpu: bool
+    units: float | None = None
+    cpu_hours: float | None = None          # core-hours on the calibration machine (GPU runs: what a CPU would take)
+    gpu_hours: float | None = None
+    wall_hours: float | None = None         # cpu_hours / threads, or gpu_hours
+    mem_mb: float | None = None
+    mem_is_floor: bool = False
+    disk_mb: float | None = None
+    disk_note: str = ""
+    basis: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def known(self) -> bool:
+        return self.cpu_hours is not None
+
+
+def relevant(registry, measurements: list[Measurement], paper: str, experiment: str, shape: str) -> list[Measurement]:
+    """The experiment's own measurements, plus paper-size ones of other experiments of the same paper that run the
+    same runner at the same shape (one unit costs the same there: e.g. C-VFL's `mimic_q` borrows `mimic`'s)."""
+    runner = registry.experiment(paper, experiment)["runner"]
+    own = [m for m in measurements if (m.paper, m.experiment) == (paper, experiment) and m.units > 0]
+    if any(m.scale.startswith("paper") and m.shape == shape for m in own):
+        return own
+    borrowed = [m for m in measurements if m.paper == paper and m.experiment != experiment and m.units > 0
+                and m.scale.startswith("paper") and m.shape == shape
+                and registry.experiment(paper, m.experiment)["runner"] == runner]
+    return own + borrowed
+
+
+def fit_points(measurements: list[Measurement], shape: str) -> tuple[list[Measurement], bool]:
+    """The measurements a fit uses: those of the same shape (else all, flagged); where some were made at the paper's
+    sizes (`paper`, `paper-fraction`), those and the smoke runs only; on the CPU clock where it covers the largest
+    run (else the older sidecars' wall times join in)."""
+    same = [m for m in measurements if m.shape == shape]
+    points = same or measurements
+    if any(m.scale.startswith("paper") for m in points):
+        # a measurement at the paper's own sizes beats quick's proxy sizes; smoke stays for the start-up cost
+        points = [m for m in points if m.scale.startswith("paper") or m.scale == "smoke"]
+    cpu = [m for m in points if m.clock == "cpu"]
+    if cpu and max(m.units for m in cpu) >= max(m.units for m in points):
+        points = cpu
+    return points, bool(same)
+
+
+def predict_memory(work: dict, measurements: list[Measurement], params: dict) -> tuple[float | None, bool]:
+    """(peak MB, is_floor).  A line over the `memory` units needs two measurements whose memory units differ by 1.5x
+    or more (a process's peak is mostly its interpreter and libraries: one point through the origin would scale
+    those too); otherwise the largest measured peak, a floor."""
+    rss = [(m.memory_units, m.peak_rss_mb) for m in measurements if m.peak_rss_mb]
+    if not rss:
+        return None, False
+    floor = max(r for _, r in rss)
+    if work.get("memory") and all(u is not None for u, _ in rss):
+        units = sorted(u for u, _ in rss)
+        if units[-1] > 1.5 * units[0]:
+            a, b = fit_line(rss)
+            return max(a + b * evaluate(work["memory"], params, work.get("defaults")), min(r for _, r in rss)), False
+    return floor, True
+
+
+def predict_cpu_seconds(registry, measurements: list[Measurement], paper: str, experiment: str, params: dict,
+                        scale: str = "quick") -> float | None:
+    """CPU seconds of one run of `experiment` with these parameters (None: no measurement)."""
+    work = work_spec(registry.root, registry.run_spec(paper, experiment, scale)["runner"])
+    if work is None:
+        return None
+    own = relevant(registry, measurements, paper, experiment, shape_of(work, params))
+    if not own:
+        return None
+    points, _ = fit_points(own, shape_of(work, params))
+    a, b = fit_line([(m.units, m.cpu_seconds) for m in points])
+    return a + b * evaluate(work["units"], params, work.get("defaults"))
+
+
+def run_once(registry, paper: str, experiment: str, configuration: str, scale: str, overrides: dict | None = None,
+             inputs: dict | None = None, output: str | Path = "run.csv", seed: int = 0):
+    """Run one experiment in this process with the registry's parameters at `scale` (plus `overrides`), as the run
+    rule would; returns (rows, RunCost).  For measurements (benchmarks/measure_job.py) and tests."""
+    from fedrepro.config import deep_merge
+    from fedrepro.pipeline import RunContext, RunCost, load_runner
+
+    spec = registry.run_spec(paper, experiment, scale)
+    params = {**deep_merge(registry.params(paper, experiment, configuration, scale), overrides or {}), "seed": seed}
+    ctx = RunContext(paper=paper, experiment=experiment, configuration=configuration, scale=scale, params=params,
+                     inputs=dict(inputs or {}), output=str(output), threads=1)
+    cost = RunCost.start()
+    result = load_runner(spec["runner"])(ctx)
+    cost.stop()
+    rows = result.rows
+    if "configuration" not in rows:
+        rows.insert(0, "configuration", configuration)
+    return rows, cost
+
+
+def estimate_run(registry, measurements: list[Measurement], paper: str, experiment: str, configuration: str,
+                 scale: str, gpu_speedup: float = GPU_SPEEDUP) -> Estimate:
+    root = registry.root
+    spec = registry.run_spec(paper, experiment, scale)
+    gpu = bool(spec["resources"].get("gpu", 0))
+    est = Estimate(paper, experiment, configuration, scale, threads=spec["threads"], gpu=gpu)
+    work = work_spec(root, spec["runner"])
+    if work is None:
+        est.basis = f"no WORK declared by {spec['runner'].partition(':')[0]}"
+        return est
+    params = registry.params(paper, experiment, configuration, scale)
+    est.units = units = evaluate(work["units"], params, work.get("defaults"))
+    own = relevant(registry, measurements, paper, experiment, shape_of(work, params))
+    if not own:
+        est.basis = "no measurement (run it at smoke or quick scale, then --calibrate)"
+        return est
+    points, same_shape = fit_points(own, shape_of(work, params))
+    a, b = fit_line([(m.units, m.cpu_seconds) for m in points])
+    cpu_s = a + b * units
+    scales = sorted({m.scale for m in points})
+    clocks = sorted({m.clock for m in points})
+    est.basis = f"{'+'.join(scales)} ({'/'.join(clocks)} clock{'' if same_shape else ', other model shape'})"
+    if not same_shape:
+        est.notes.append(f"{paper}/{experiment}: no measurement at its shape {shape_of(work, params)}; extrapolated "
+                         f"from {points[0].shape} by the work units alone")
+    if all(m.scale == "smoke" for m in points):
+        est.basis += ", smoke only: start-up dominated, an upper bound"
+    if units > 1.5 * max(m.units for m in points):
+        est.basis += f", x{units / max(m.units for m in points):.3g} extrapolated"
+    est.cpu_hours = cpu_s / 3600
+    if gpu:
+        est.gpu_hours = est.cpu_hours / gpu_speedup
+        est.wall_hours = est.gpu_hours
+    else:
+        est.wall_hours = est.cpu_hours / max(1, est.threads)
+    est.mem_mb, est.mem_is_floor = predict_memory(work, own, params)
+    est.disk_mb, est.disk_note = _disk_mb(root, spec.get("dataset"), [m.output_bytes for m in points])
+    return est
+
+
+@lru_cache(maxsize=4)
+def _dataset_bytes(root: str) -> dict:
+    """Dataset -> the declared size of its raw files (config/datasets.yaml; a derived set: its source's)."""
+    from fedrepro.data.registry import load_registry
+
+    reg = load_registry(root)
+    own = {n: sum((f.get("size") or 0) for f in (reg[n].files or {}).values()) if isinstance(reg[n].files, dict)
+           else 0 for n in reg.names()}
+    return {n: own.get(reg[n].derived_from or n, 0) or own[n] for n in reg.names()}
+
+
+def _disk_mb(root, dataset: str | None, outputs: list) -> tuple[float | None, str]:
+    """Disk a run needs: its dataset's raw files (declared sizes) + its outputs (the largest measured run CSV: runs
+    log per evaluation point, not per unit of work, so the output is not scaled; a floor)."""
+    data = _dataset_bytes(str(root)).get(dataset, 0) if dataset else 0
+    out = max([o for o in outputs if o] or [0])
+    note = "≥" if (dataset and not data) or out else ""
+    return (data + out) / 1e6, note
+
+
+def rule_resources(registry, measurements, paper, experiment, configuration, scale) -> dict:
+    """{'runtime': minutes, 'mem_mb': MB} for the run rule at `scale` (empty where no estimate exists)."""
+    est = estimate_run(registry, measurements, paper, experiment, configuration, scale)
+    out = {}
+    if est.wall_hours is not None:
+        out["runtime"] = int(max(MIN_RUNTIME_MIN, math.ceil(SAFETY * est.wall_hours * 60)))
+    if est.mem_mb is not None:
+        out["mem_mb"] = int(math.ceil(MEMORY_SAFETY * est.mem_mb / 100) * 100)
+    return out
+
+
+PLANNED_RESOURCES = ("runtime", "mem_mb")
+PLANNED_SCALES = ("paper",)
+
+
+def run_resource(registry, paper: str, experiment: str, configuration: str, scale: str, key: str, default=None):
+    """A run rule's resource: the registry's value for this scale wins; at paper scale `runtime` and `mem_mb` are
+    otherwise the plan's request (at least the experiment-level registry value); else the registry's or `default`."""
+    entry = registry.experiment(paper, experiment)
+    per_scale = ((entry["scales"].get(scale) or {}).get("resources") or {})
+    if key in per_scale:
+        return per_scale[key]
+    declared = (entry.get("resources") or {}).get(key)
+    if scale in PLANNED_SCALES and key in PLANNED_RESOURCES:
+        planned = rule_resources(registry, measurements_for(registry.root, registry), paper, experiment,
+                                 configuration, scale).get(key)
+        if planned is not None:
+            return max(planned, declared) if declared is not None else planned
+    return declared if declared is not None else default
+
+
+@lru_cache(maxsize=4)
+def _cached_measurements(root: str) -> tuple:
+    from fedrepro.registry import Registry
+
+    registry = Registry.load(root, check=False)
+    local = measured_runs(root, registry)
+    seen = {(m.paper, m.experiment) for m in local}
+    committed = read_calibration(root)
+    return tuple(local + [m for m in committed if not m.source.startswith("sidecar") or
+                          (m.paper, m.experiment) not in seen])
+
+
+def measurements_for(root: str | Path, registry) -> list[Measurement]:
+    """This clone's run sidecars where an experiment has any, else the committed calibration rows for it."""
+    return list(_cached_measurements(str(Path(root).resolve())))
+
+
+# ---- jobs of a target -------------------------------------------------------------------------------------------
+
+def target_runs(registry, target: str, scale: str) -> list[tuple[str, str, str]]:
+    """(paper, experiment, configuration) of every run job a target needs at `scale` (needs: included)."""
+    if target == "all":
+        artifacts = [(p, a) for p, a, _ in registry.artifacts(scale=scale)]
+    elif target in registry.papers:
+        artifacts = [(p, a) for p, a, _ in registry.artifacts(target, scale=scale)]
+    else:
+        paper, artifact = registry.resolve_artifact(target)
+        if scale not in registry.artifact(paper, artifact)["scales"]:
+            raise ConfigError(f"{target} is not built at scale {scale} (scales: "
+                              f"{', '.join(registry.artifact(paper, artifact)['scales'])})")
+        artifacts = [(paper, artifact)]
+    jobs: list[tuple[str, str, str]] = []
+
+    def add(paper, exp, configuration):
+        if (paper, exp, configuration) in jobs:
+            return
+        for need in registry.run_spec(paper, exp, scale)["needs"].values():
+            n_exp, _, n_conf = need.partition("/")
+            add(paper, n_exp, n_conf)
+        jobs.append((paper, exp, configuration))
+
+    for paper, artifact in artifacts:
+        for exp in registry.artifact(paper, artifact)["experiments"]:
+            for configuration in registry.configurations(paper, exp, scale):
+                add(paper, exp, configuration)
+    return jobs
+
+
+def _h(x: float | None) -> str:
+    if x is None:
+        return "?"
+    return f"{x:.3g}" if x < 1000 else f"{x:,.0f}"
+
+
+def plan_table(estimates: list[Estimate]) -> str:
+    """Markdown: one row per run job, a subtotal per experiment, the total."""
+    head = ("| job | threads | GPU | CPU core-h | GPU-h | wall h | peak MB | disk MB | basis |\n"
+            "|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    by_exp: dict[tuple[str, str], list[Estimate]] = {}
+    for e in estimates:
+        by_exp.setdefault((e.paper, e.experiment), []).append(e)
+
+    def total(group, key):
+        vals = [getattr(e, key) for e in group]
+        return None if any(v is None for v in vals) and key != "gpu_hours" else sum(v or 0 for v in vals)
+
+    for (paper, exp), group in by_exp.items():
+        for e in group:
+            mem = ("≥" if e.mem_is_floor else "") + _h(e.mem_mb)
+            lines.append(f"| {paper}/{exp}/{e.configuration} | {e.threads} | {'yes' if e.gpu else ''} | "
+                         f"{_h(e.cpu_hours)} | {_h(e.gpu_hours) if e.gpu else ''} | {_h(e.wall_hours)} | {mem} | "
+                         f"{e.disk_note}{_h(e.disk_mb)} | {e.basis} |")
+        if len(group) > 1:
+            lines.append(f"| **{paper}/{exp}** ({len(group)} jobs) | | | **{_h(total(group, 'cpu_hours'))}** | "
+                         f"**{_h(total(group, 'gpu_hours'))}** | **{_h(total(group, 'wall_hours'))}** | | "
+                         f"{_h(total(group, 'disk_mb'))} | |")
+    known = [e for e in estimates if e.known]
+    cpu_only = [e for e in known if not e.gpu]
+    lines.append(f"| **total** ({len(estimates)} run jobs, {len(estimates) - len(known)} without an estimate) | | | "
+                 f"**{_h(sum(e.cpu_hours for e in known))}** (CPU jobs: {_h(sum(e.cpu_hours for e in cpu_only))}) | "
+                 f"**{_h(sum(e.gpu_hours or 0 for e in known))}** | | "
+                 f"max {_h(max((e.mem_mb or 0) for e in estimates) if estimates else None)} | "
+                 f"{_h(sum(e.disk_mb or 0 for e in known))} | |")
+    return "\n".join(lines)

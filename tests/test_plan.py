@@ -1,0 +1,116 @@
+"""Cost planning (fedrepro.plan, `python -m fedrepro plan`): the table, the model against a fresh measurement, the
+resources it gives the run rule, and the expression checker."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import snakemake
+
+from fedrepro import plan
+from fedrepro.config import ConfigError
+from fedrepro.registry import Registry
+from fedrepro.runtime import limit_threads
+
+# An estimate of a run we have not measured (between the smoke and quick sizes) must be within this factor of its
+# measured CPU time (docs/cluster.md, 'Cost planning': the stated error of the model at the sizes we can afford).
+FACTOR = 3.0
+
+
+@pytest.fixture(scope="module")
+def registry(repo):
+    return Registry.load(repo)
+
+
+def committed(repo, registry):
+    """Only the committed calibration (a fresh clone: no run sidecars)."""
+    return plan.read_calibration(repo)
+
+
+def test_plan_prints_the_paper_table_for_all_from_a_fresh_clone(workdir):
+    proc = subprocess.run([sys.executable, "-m", "fedrepro", "plan", "--scale", "paper", "all"], cwd=workdir,
+                          capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(workdir / "src"), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    registry = Registry.load(workdir)
+    jobs = plan.target_runs(registry, "all", "paper")
+    assert f"{len(jobs)} run jobs" in out
+    for paper, exp, configuration in jobs:
+        assert f"| {paper}/{exp}/{configuration} |" in out
+    total = next(line for line in out.splitlines() if line.startswith("| **total**"))
+    unknown = int(re.search(r"(\d+) without an estimate", total).group(1))
+    assert unknown == 0, "every paper run has a calibration (config/calibration.csv)"
+    gpu_rows = [line for line in out.splitlines() if line.startswith("| ") and "| yes |" in line]
+    assert gpu_rows and all(re.search(r"\| yes \| [\d.,]+ \| [\d.,e+-]+ \|", r) for r in gpu_rows), gpu_rows[:2]
+    assert "plan:A-gpu-speedup" in out
+
+
+def test_every_runner_declares_its_work_and_every_expression_evaluates(registry):
+    for paper, reg in registry.papers.items():
+        for exp, entry in reg["experiments"].items():
+            work = plan.work_spec(registry.root, entry["runner"])
+            assert work is not None, f"{entry['runner']} declares no WORK"
+            for scale in entry["scales"]:
+                for configuration in registry.configurations(paper, exp, scale):
+                    params = registry.params(paper, exp, configuration, scale)
+                    units = plan.evaluate(work["units"], params, work.get("defaults"))
+                    assert units > 0 and math.isfinite(units), (paper, exp, scale)
+
+
+def test_work_expressions_refuse_code():
+    for text in ("().__class__", "__import__('os')", "open('x')", "[x for x in y]", "lambda: 1"):
+        with pytest.raises((ConfigError, SyntaxError)):
+            plan.evaluate(text, {"y": [1]})
+    assert plan.evaluate("a * len(b) if c else 0", {"a": 2, "b": [1, 2], "c": True}) == 4
+    assert plan.evaluate("sum(field(runs, 'epochs', 3))", {"runs": [{"epochs": 2}, {}]}) == 5
+    assert plan.evaluate("n", {}, {"n": "m * 2", "m": "3"}) == 6
+
+
+def test_fit_line_recovers_a_start_up_cost_and_a_slope():
+    a, b = plan.fit_line([(10, 2 + 10 * 0.5), (1000, 2 + 1000 * 0.5)])
+    assert a == pytest.approx(2) and b == pytest.approx(0.5)
+    assert plan.fit_line([(100, 7.0)]) == (0.0, 0.07)       # one measurement: through the origin (an upper bound)
+
+
+def test_estimate_of_an_unmeasured_size_is_within_the_stated_factor(repo, registry):
+    """gcca Fig. 3 between its smoke and quick sizes (quick's problem, fewer trials and iterations): the committed
+    calibration's estimate against the CPU time measured now."""
+    overrides = {"trials": 1, "R": 60}
+    params = {**registry.params("gcca", "fig3", "calibrated", "quick"), **overrides}
+    predicted = plan.predict_cpu_seconds(registry, committed(repo, registry), "gcca", "fig3", params)
+    assert predicted is not None
+    limit_threads(1)
+    _, cost = plan.run_once(registry, "gcca", "fig3", "calibrated", "quick", overrides)
+    ratio = predicted / cost.cpu_seconds
+    assert 1 / FACTOR <= ratio <= FACTOR, f"estimate {predicted:.2f} s, measured {cost.cpu_seconds:.2f} s CPU"
+
+
+def test_paper_resources_come_from_the_plan_and_the_registry_wins(repo, registry):
+    measurements = plan.measurements_for(repo, registry)
+    est = plan.rule_resources(registry, measurements, "gcca", "fig3", "calibrated", "paper")
+    assert est["runtime"] >= plan.MIN_RUNTIME_MIN and est["mem_mb"] > 0
+    declared = registry.experiment("gcca", "fig3")["resources"]["mem_mb"]
+    assert plan.run_resource(registry, "gcca", "fig3", "calibrated", "paper", "runtime", 120) == est["runtime"]
+    assert plan.run_resource(registry, "gcca", "fig3", "calibrated", "paper", "mem_mb", 4000) == \
+        max(est["mem_mb"], declared)
+    # a value under scales: paper: resources: wins over the estimate
+    assert plan.run_resource(registry, "cvfl", "imagenet100", "as-stated", "paper", "mem_mb", 4000) == 16000
+    # other scales keep the registry's values and the rule's defaults
+    assert plan.run_resource(registry, "gcca", "fig3", "calibrated", "quick", "runtime", 120) == 120
+    assert plan.run_resource(registry, "gcca", "fig3", "calibrated", "quick", "mem_mb", 4000) == declared
+
+
+def test_a_paper_dry_run_requests_the_planned_resources(workdir):
+    out = snakemake("-n", "--cores", "2", "gcca_fig3", "--config", "scale=paper", cwd=workdir).stdout
+    registry = Registry.load(workdir)
+    want = plan.rule_resources(registry, plan.measurements_for(workdir, registry), "gcca", "fig3", "calibrated",
+                               "paper")
+    block = out[out.index("results/paper/gcca/runs/fig3/calibrated.csv"):]
+    resources = block[block.index("resources:"):].splitlines()[0]
+    assert f"runtime={want['runtime']}" in resources, resources
+    assert f"mem_mb={max(want['mem_mb'], 4000)}" in resources, resources
