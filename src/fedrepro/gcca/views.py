@@ -52,6 +52,13 @@ def _smallest_keys_increasing(keys: np.ndarray, batch: int) -> np.ndarray:
     return rows
 
 
+def _compiled(a: np.ndarray) -> bool:
+    """Whether the compiled CSR kernels apply to the dense operand a (float64, C-contiguous)."""
+    from fedrepro import kernels
+
+    return a.dtype == np.float64 and a.flags.c_contiguous and kernels.available()
+
+
 @dataclass
 class _Views:
     J: int
@@ -128,6 +135,13 @@ class SparseViews(_Views):
         return np.array([x.nnz / (self.J * self.N) for x in self.Xs])
 
     def apply(self, Q: np.ndarray) -> np.ndarray:
+        if _compiled(Q):
+            from fedrepro.kernels.sparse import csr_matmul_into
+
+            out = np.empty((self.I, self.J, Q.shape[2]))
+            for x, q, o in zip(self.Xs, Q, out):
+                csr_matmul_into(x.indptr, x.indices, x.data, q, o)
+            return out
         return np.stack([x @ q for x, q in zip(self.Xs, Q)])
 
     def xt(self, G: np.ndarray) -> np.ndarray:
