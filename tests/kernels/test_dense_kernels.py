@@ -96,3 +96,23 @@ def test_engine_is_identical_without_the_kernels(method, monkeypatch):
     a, b = runs
     assert torch.equal(a.X, b.X) and torch.equal(a.V, b.V) and torch.equal(a.xhat, b.xhat)
     assert a.sync_log == b.sync_log
+
+
+def test_top_magnitudes_is_torch_topk_where_unique_and_declines_ties_and_nan():
+    from fedrepro.comm import _backend as bk
+    from fedrepro.kernels.dense import top_magnitudes
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(40, 7840, generator=g)
+    x[3, 100:140] = 0.0
+    idx = torch.empty(40, 10, dtype=torch.int64)
+    assert top_magnitudes(x.numpy(), 10, idx.numpy())
+    assert torch.equal(idx, torch.topk(x.abs(), 10, dim=1, sorted=False).indices)
+    tie = x.clone()
+    tie[7, 5] = -tie[7].abs().max()                     # the largest magnitude twice
+    assert not top_magnitudes(tie.numpy(), 10, idx.numpy())
+    nan = x.clone()
+    nan[1, 9] = float("nan")
+    assert not top_magnitudes(nan.numpy(), 10, idx.numpy())
+    for y in (x, tie, nan, torch.zeros(5, 7840)):      # the backend falls back to torch.topk: the same answer always
+        assert torch.equal(bk.largest_abs_k(y, 10), torch.topk(y.abs(), 10, dim=1, sorted=False).indices)

@@ -34,6 +34,23 @@ def test_csr_product_is_scipys_to_the_bit(K):
     assert not np.array_equal(out, (x.toarray() @ Q))    # a different summation order does differ: the test bites
 
 
+@pytest.mark.parametrize("K", [1, 5, 17])
+@pytest.mark.parametrize("ahead", [0, 8, 10**6])        # prefetching never changes a value
+def test_batch_gradient_is_the_row_slice_products_to_the_bit(K, ahead, monkeypatch):
+    from fedrepro.kernels import sparse
+
+    monkeypatch.setattr(sparse, "PREFETCH_ROWS", ahead)
+    rng = np.random.default_rng(1)
+    x = _csr(rng)
+    Q, Ghat = rng.standard_normal((60, K)), rng.standard_normal((400, K))
+    rows = np.sort(rng.choice(400, 90, replace=False))
+    XF = x[rows]
+    want = XF.T @ (XF @ Q - Ghat[rows])
+    out = np.full((60, K), np.nan)
+    sparse.csr_batch_gradient_into(x.indptr, x.indices, x.data, rows, Q, Ghat, out)
+    assert np.array_equal(out, want)
+
+
 def test_views_use_the_kernels_and_agree_with_scipy(monkeypatch):
     rng = np.random.default_rng(2)
     views = SparseViews([_csr(rng) for _ in range(3)])

@@ -152,6 +152,12 @@ class SparseViews(_Views):
     def batch_gradient(self, rows: np.ndarray, Q: np.ndarray, Ghat: np.ndarray) -> np.ndarray:
         B = rows.shape[1]
         out = np.empty((self.I, self.N, Q.shape[2]))
+        if _compiled(Q) and _compiled(Ghat) and rows.dtype.kind == "i":  # the same sums without building X_F
+            from fedrepro.kernels.sparse import csr_batch_gradient_into
+
+            for x, r, q, o in zip(self.Xs, rows, Q, out):
+                csr_batch_gradient_into(x.indptr, x.indices, x.data, np.ascontiguousarray(r), q, Ghat, o)
+            return (self.J / B) * out
         for i, (x, r) in enumerate(zip(self.Xs, rows)):  # one sparse row slice per view (no batched sparse op)
             XF = x[r]
             out[i] = XF.T @ (XF @ Q[i] - Ghat[r])

@@ -15,22 +15,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba.core import types as nbtypes
-from numba.extending import intrinsic
+
+from fedrepro.kernels.intrinsics import fma
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
-
-
-@intrinsic
-def fma(typingctx, a, b, c):
-    """a b + c rounded once (LLVM's llvm.fma: the hardware instruction where there is one)."""
-    if not (isinstance(a, nbtypes.Float) and a == b == c):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.fma(*args)
-
-    return a(a, b, c), codegen
 
 
 @_jit
