@@ -1,12 +1,13 @@
 """Time per CuteMaxVar iteration at the Fig. 8 size, beside a plain NumPy/SciPy reference and the memory bound.
 
-    PYTHONPATH=src python benchmarks/bench_gcca.py [--threads 1] [--iters 5] [--pairs 5]
+    PYTHONPATH=src python benchmarks/bench_gcca.py [--threads 1] [--iters 5] [--pairs 5] [--parts]
 
 Size: (J, N, rho, K, I) = (50000, 2000, 0.02, 5, 3) sparse views (D = 200, A-25 densities), SGD batch 5000,
 T = 10, q = 3, warm start from MVLSA. Compared, interleaved in one process (blocks of --iters outer iterations,
 --pairs rounds, CPU time of this process; medians):
 
-- engine:    fedrepro.gcca.run_maxvar (CuteMaxVar q = 3; AltMaxVar beside it),
+- engine:    fedrepro.gcca.run_maxvar (CuteMaxVar q = 3; AltMaxVar beside it; and CuteMaxVar with the compiled
+             kernels switched off, FEDREPRO_KERNELS=0: SciPy's products and NumPy's quantizer, the same bits),
 - reference: benchmarks/reference/cutemaxvar_numpy.py, a plain implementation with the engine's random streams
              that samples minibatch rows as the engine did before issue 19 (its "before"),
 - limit:     bytes a fused implementation must move per iteration (minibatch keys and rows, one pass over
@@ -61,11 +62,49 @@ def bytes_per_iteration(views, batch: int, T: int, K: int) -> int:
     return int(sgd + apply + compress + objective)
 
 
+def parts(views, Q0, bw: float) -> None:
+    """ms per outer iteration of each block of the engine's iteration, kernels on and off, beside the bytes
+    that block must move over the copy bandwidth (its memory limit)."""
+    from fedrepro.comm import TrackedCopy, get_compressor
+    from fedrepro.gcca.objective import maxvar_objective, polar
+    from fedrepro.gcca.views import sample_rows
+
+    rng = np.random.default_rng(0)
+    Q = Q0.copy()
+    Ghat = polar(views.apply(Q).sum(axis=0))
+    rows = sample_rows(rng, views.I, views.J, BATCH, increasing=True)
+    M = views.apply(Q)
+    nnz = sum(x.nnz for x in views.Xs)
+    up = TrackedCopy(get_compressor("cutemaxvar", q=Q_BITS), init=M * 0.5)
+    blocks = {
+        "sample_rows (x T)": (lambda: [sample_rows(rng, views.I, views.J, BATCH, increasing=True) for _ in range(T)],
+                              T * views.I * views.J * 16),
+        "batch_gradient (x T)": (lambda: [views.batch_gradient(rows, Q, Ghat) for _ in range(T)],
+                                 T * (BATCH / views.J * nnz * 12 + views.I * BATCH * K * 16)),
+        "apply M = X Q": (lambda: views.apply(Q), nnz * 12 + M.size * 8),
+        "uplink copy update": (lambda: up.update_in_place(M, rng), 5 * M.size * 8),
+        "objective": (lambda: maxvar_objective(M, Ghat), (views.I + 1) * views.J * K * 8),
+    }
+    print("| block | kernels on (ms) | kernels off (ms) | memory limit (ms) | on / limit |\n|---|---|---|---|---|")
+    for name, (fn, nbytes) in blocks.items():
+        got = {}
+        for flag in ("1", "0", "1", "0"):
+            os.environ["FEDREPRO_KERNELS"] = flag
+            fn()
+            t = time.process_time()
+            fn()
+            got.setdefault(flag, []).append(1e3 * (time.process_time() - t))
+        os.environ.pop("FEDREPRO_KERNELS")
+        on, off, lim = min(got["1"]), min(got["0"]), 1e3 * nbytes / bw
+        print(f"| {name} | {on:.1f} | {off:.1f} | {lim:.1f} | {on / lim:.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--parts", action="store_true", help="also time each block of one iteration")
     a = ap.parse_args()
     limit_threads(a.threads)
     from fedrepro.gcca import EngineConfig, run_maxvar
@@ -81,33 +120,48 @@ def main() -> None:
     limit_ms = 1e3 * bytes_per_iteration(views, BATCH, T, K) / bw
     print(f"setup {time.perf_counter() - t0:.1f} s; BLAS threads {a.threads}; {a.pairs} interleaved rounds of "
           f"{a.iters} iterations; copy bandwidth {bw / 1e9:.1f} GB/s; load average {os.getloadavg()[0]:.2f}")
+    if a.parts:
+        parts(views, Q0, bw)
 
-    def engine(q):
+    def engine(q, compiled=True):
         cfg = EngineConfig(K=K, R=a.iters, T=T, batch=BATCH, q=q)
-        return lambda: run_maxvar(views, Q0, cfg, rng_stream(0, "bench", "sgd"), rng_stream(0, "bench", "c")).objective[1:]
+
+        def run():
+            os.environ["FEDREPRO_KERNELS"] = "1" if compiled else "0"
+            try:
+                return run_maxvar(views, Q0, cfg, rng_stream(0, "bench", "sgd"), rng_stream(0, "bench", "c")).objective[1:]
+            finally:
+                os.environ.pop("FEDREPRO_KERNELS")
+        return run
 
     def reference():
         return ref.run(views.Xs, lam, Q0, R=a.iters, T=T, batch=BATCH, q=Q_BITS, rng_sgd=rng_stream(0, "bench", "sgd"),
                        rng_comp=rng_stream(0, "bench", "c"))
 
-    runs = {"engine CuteMaxVar q=3": engine(Q_BITS), "engine AltMaxVar": engine(None), "reference CuteMaxVar q=3": reference}
+    runs = {"engine CuteMaxVar q=3": engine(Q_BITS), "engine AltMaxVar": engine(None),
+            "engine CuteMaxVar q=3, kernels off": engine(Q_BITS, compiled=False), "reference CuteMaxVar q=3": reference}
     ms = {k: [] for k in runs}
     last = {}
     for i in range(a.pairs):
         names = list(runs)
-        for k in names[i % 3:] + names[: i % 3]:
+        for k in names[i % len(names):] + names[: i % len(names)]:
             t = time.process_time()
             last[k] = runs[k]()
             ms[k].append(1e3 * (time.process_time() - t) / a.iters)
-    ratio = np.median(np.array(ms["reference CuteMaxVar q=3"]) / np.array(ms["engine CuteMaxVar q=3"]))
+    eng = np.array(ms["engine CuteMaxVar q=3"])
+    ratio = np.median(np.array(ms["reference CuteMaxVar q=3"]) / eng)
+    ratio_off = np.median(np.array(ms["engine CuteMaxVar q=3, kernels off"]) / eng)
     agree = np.max(np.abs(last["engine CuteMaxVar q=3"] / last["reference CuteMaxVar q=3"] - 1))
+    same = np.array_equal(last["engine CuteMaxVar q=3"], last["engine CuteMaxVar q=3, kernels off"])
     print("| run | ms / iteration (median) | / memory limit |\n|---|---|---|")
     for k, v in ms.items():
         print(f"| {k} | {np.median(v):.1f} | {np.median(v) / limit_ms:.1f} |")
     print(f"| memory limit | {limit_ms:.1f} | 1 |")
-    print(f"reference / engine (paired median): {ratio:.2f}; objectives agree to {agree:.1e} (relative); "
+    print(f"reference / engine (paired median): {ratio:.2f}; kernels off / on: {ratio_off:.2f}; objectives agree to "
+          f"{agree:.1e} (relative), kernels on and off {'identical' if same else 'DIFFERENT'}; "
           f"load average after {os.getloadavg()[0]:.2f}")
     assert agree < 1e-6, agree
+    assert same
 
 
 if __name__ == "__main__":

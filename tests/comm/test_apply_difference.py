@@ -37,3 +37,20 @@ def test_apply_difference_equals_update(lib, name, params):
         c = new.apply_difference(x - new.value, _rng(lib, 5), mask=mask, message=False)
         ref.update(x, _rng(lib, 5), mask=mask)
         assert np.array_equal(np.asarray(ref.value), np.asarray(new.value)) and np.array_equal(a.bits, c.bits)
+
+
+@pytest.mark.parametrize("name,params", [("cutemaxvar", {"q": 3}), ("identity", {}), ("qsgd", {"s": 4}),
+                                         ("sign", {})])
+@pytest.mark.parametrize("kernels", ["1", "0"])
+def test_update_in_place_is_update(name, params, kernels, monkeypatch):
+    """x̂ ← x̂ + C(x - x̂) without the message: the same copy, bits and random draws as update(), with the compiled
+    quantizer (where numba is installed) and without it (FEDREPRO_KERNELS=0: the NumPy operations)."""
+    monkeypatch.setenv("FEDREPRO_KERNELS", kernels)
+    rng = np.random.default_rng(0)
+    x0, x1 = rng.standard_normal((3, 40, 5)), rng.standard_normal((3, 40, 5))
+    a, b = (TrackedCopy(get_compressor(name, **params), init=x0) for _ in range(2))
+    ra, rb = np.random.default_rng(1), np.random.default_rng(1)
+    for x in (x1, 2 * x1):
+        out_a, out_b = a.update(x, ra), b.update_in_place(x, rb)
+        assert np.array_equal(a.value, b.value) and np.array_equal(out_a.bits, out_b.bits)
+    assert ra.random() == rb.random()

@@ -104,6 +104,29 @@ class TrackedCopy:
                 dense = bk.set_rows(bk.zeros_like(diff), mask, out.value) if message else None
         return out if mask is None else _expand(out, mask, dense)
 
+    def update_in_place(self, x: Any, rng: Any = None) -> Compressed:
+        """``update(x, rng)`` without the message: x̂ ← x̂ + C(x - x̂) in place, the same bits and random draws;
+        the result's ``value`` is None. A compressor with a compiled in-place kernel (``_add_difference``, e.g.
+        CuteMaxVar's) never builds x - x̂ or C(x - x̂); any other takes ``apply_difference``."""
+        comp = self.compressor
+        if self.value is None:
+            self.value = bk.zeros_like(x)
+        if hasattr(comp, "_add_difference") and not bk.is_torch(x) and x.shape == self.value.shape:
+            batch = int(x.shape[0]) if self.batched else 1
+            d = int(np.prod(tuple(x.shape))) // batch
+            x2, xhat2 = bk.reshape(x, (batch, d)), bk.reshape(self.value, (batch, d))
+            if np.shares_memory(xhat2, self.value):
+                bk.check_input(x2)
+                m = comp.n_uniforms(d)
+                u = bk.uniforms(x2, (batch, m), rng) if m else None
+                enc = comp._add_difference(x2, xhat2, u)
+                if enc is not None:
+                    return build_compressed(None, enc, batch, d, self.batched)
+                out = comp._encode(x2 - xhat2, u, tuple(x.shape[1:]) if self.batched else tuple(x.shape))
+                self.value += bk.reshape(out.value, tuple(x.shape))
+                return build_compressed(None, out, batch, d, self.batched)
+        return self.apply_difference(x - self.value, rng, message=False)
+
     def _add_sparse(self, sent_in: Any, rng: Any, rows: Any, message: bool) -> tuple[Compressed, Any]:
         """Compress the rows ``sent_in`` (rows ``rows`` of x̂) and add the k kept entries of each to x̂."""
         bk.check_input(sent_in)

@@ -110,6 +110,22 @@ class MaxAbsStochasticQuantizer(Compressor):
         widths = {"values": self.q - 1, "signs": 1, "scales": FULL_PRECISION_BITS}
         return Encoding(value, counts, widths)
 
+    def _add_difference(self, x2, xhat2, u):
+        """xhat2 += C̃(x2 - xhat2) in place, without building the difference or the message (the compiled
+        kernel fedrepro.kernels.sparse.maxabs_quantize_add: _encode's operations, so the same bits); the
+        Encoding's value is None. None where the kernel does not apply (torch, float32, scaled, no numba)."""
+        from fedrepro import kernels
+
+        if (self.scaled or bk.is_torch(x2) or not kernels.available()
+                or any(a.dtype != np.float64 or not a.flags.c_contiguous for a in (x2, xhat2, u))):
+            return None
+        from fedrepro.kernels.sparse import maxabs_quantize_add
+
+        maxabs_quantize_add(x2, xhat2, u, float(self.S))
+        d = x2.shape[1]
+        return Encoding(None, {"values": d, "signs": d, "scales": 1},
+                        {"values": self.q - 1, "signs": 1, "scales": FULL_PRECISION_BITS})
+
     def _u_factor(self, x2, m, d):
         if self.u == "worst_case":
             return 1.0 + d / (4.0 * self.S**2)

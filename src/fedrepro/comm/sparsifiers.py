@@ -91,7 +91,7 @@ class TopK(Sparsifier):
         self.params = {"k": self.k, "ratio": self.ratio, "index_bits": self.index_bits}
 
     def _select(self, x2, u):
-        idx = bk.largest_k(bk.abs_(x2), self.k_for(x2.shape[1]))
+        idx = bk.largest_abs_k(x2, self.k_for(x2.shape[1]))
         return idx, bk.gather(x2, idx)
 
 

@@ -21,8 +21,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
+from fedrepro import kernels
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
-from fedrepro.decentral.mixing import make_mixer
+from fedrepro.decentral.mixing import DenseMixer, make_mixer, neighbour_lists
 from fedrepro.decentral.trigger import TriggerReference, trigger_mask
 
 
@@ -92,6 +93,18 @@ class DecentralEngine:
         self.dtype, self.device = x0.dtype, x0.device
         self.W = torch.as_tensor(np.asarray(W), dtype=self.dtype, device=self.device)
         self.mix = make_mixer(np.asarray(W), self.dtype, self.device)
+        # the compiled one-pass kernels (fedrepro.kernels.dense): CPU, float32/float64, numba installed
+        self._compiled = (kernels.available() and self.device.type == "cpu"
+                          and self.dtype in (torch.float32, torch.float64))
+        self._scalar = np.float32 if self.dtype == torch.float32 else np.float64
+        self._nbrs = None
+        if self._compiled:
+            from fedrepro.kernels import dense as fused
+
+            self._fused = fused
+        if self._compiled and not isinstance(self.mix, DenseMixer):
+            idx, wts = neighbour_lists(np.asarray(W))
+            self._nbrs = (idx, wts.astype(self._scalar))
         self.X = x0.clone()
         self.V = torch.zeros_like(self.X)
         self._step_buf = torch.empty_like(self.X)     # G + βV (Nesterov), G + wd X
@@ -136,20 +149,34 @@ class DecentralEngine:
         eta = float(self.lr(t))
         eta_prev = eta if self.eta_prev is None else self.eta_prev    # A-03
         G = grad_fn(self.X, t)
-        if cfg.weight_decay:
-            G = torch.mul(self.X, cfg.weight_decay, out=self._step_buf).add_(G)   # G + wd X
         corr = (eta_prev / eta) if cfg.lr_correction else 1.0
-        self.V.mul_(cfg.beta * corr).add_(G)                          # v = β (η_{t-1}/η_t) v + g
-        if cfg.nesterov:
-            self.X.add_(torch.add(G, self.V, alpha=cfg.beta, out=self._step_buf), alpha=-eta)
+        if self._compiled and self._fuse_ok(G):
+            f = self._scalar
+            self._fused.momentum_step(self.X.view(-1).numpy(), self.V.view(-1).numpy(), G.reshape(-1).numpy(),
+                          f(cfg.beta * corr), f(cfg.beta), f(-eta), f(cfg.weight_decay), bool(cfg.nesterov))
         else:
-            self.X.add_(self.V, alpha=-eta)                            # X is now x^{t+1/2}
+            self._momentum_torch(G, corr, eta)
         info = {"t": t, "eta": eta, "sync": False}
         if (t + 1) % cfg.H == 0:
             info.update(self._sync(self.X, t, eta))
         self.eta_prev = eta
         self.t += 1
         return info
+
+    def _fuse_ok(self, G: torch.Tensor) -> bool:
+        return (G.device.type == "cpu" and G.dtype == self.dtype and G.is_contiguous() and not G.requires_grad
+                and G.shape == self.X.shape)
+
+    def _momentum_torch(self, G: torch.Tensor, corr: float, eta: float) -> None:
+        """The momentum and Nesterov steps as torch operations (the compiled kernel's reference)."""
+        cfg = self.cfg
+        if cfg.weight_decay:
+            G = torch.mul(self.X, cfg.weight_decay, out=self._step_buf).add_(G)   # G + wd X
+        self.V.mul_(cfg.beta * corr).add_(G)                          # v = β (η_{t-1}/η_t) v + g
+        if cfg.nesterov:
+            self.X.add_(torch.add(G, self.V, alpha=cfg.beta, out=self._step_buf), alpha=-eta)
+        else:
+            self.X.add_(self.V, alpha=-eta)                            # X is now x^{t+1/2}
 
     def _sync(self, X: torch.Tensor, t: int, eta: float) -> dict:
         """x̂ ← x̂ + C(x^{t+1/2} - x̂) on the firing rows, then x ← x^{t+1/2} + γ (W x̂ - x̂), all in place in X."""
@@ -183,6 +210,10 @@ class DecentralEngine:
                 if q is not None:
                     self.S[i] = self.S[i] + self.mix(q)
                 torch.sub(self.S[i], xh_l, out=mixed)
+            elif self._nbrs is not None:            # the next four lines in one pass
+                self._fused.gossip_add(X[:, a:b].numpy(), xh_l.numpy(), self._nbrs[0], self._nbrs[1],
+                           self._scalar(cfg.gamma), cfg.gamma != 1.0)
+                continue
             else:
                 torch.sub(self.mix(xh_l, out=mixed), xh_l, out=mixed)
             if cfg.gamma != 1.0:                    # γ (W x̂ - x̂); a product with 1.0 is exact, so it is skipped

@@ -155,13 +155,17 @@ class MnistTask:
         """The minibatch gradient, written into a buffer of the task: valid until the next call."""
         idx = self.sampler()
         flat = idx.reshape(-1)
-        xb = self.x.index_select(0, flat).view(*idx.shape, -1)      # a row copy; advanced indexing is 4x slower
-        yb = self.y.index_select(0, flat).view(idx.shape)
         if X.device.type != "cpu" or X.requires_grad:
-            return self._grad(X, xb, yb, self.C)
-        if self._gbuf is None or self._gbuf.shape != X.shape or self._gbuf.dtype != X.dtype:
+            xb = self.x.index_select(0, flat).view(*idx.shape, -1)  # a row copy; advanced indexing is 4x slower
+            return self._grad(X, xb, self.y.index_select(0, flat).view(idx.shape), self.C)
+        if (self._gbuf is None or self._gbuf.shape != X.shape or self._gbuf.dtype != X.dtype
+                or self._xbuf.shape[0] != flat.numel()):
             self._gbuf = torch.empty_like(X)
-            self._xt = np.empty((idx.shape[0], xb.shape[2], idx.shape[1]), dtype=xb.numpy().dtype)
+            self._xt = np.empty((idx.shape[0], self.x.shape[1], idx.shape[1]), dtype=self.x.numpy().dtype)
+            self._xbuf = torch.empty(flat.numel(), self.x.shape[1], dtype=self.x.dtype)
+        # rows into a kept buffer: a fresh 1 MB tensor page-faults on every call
+        xb = torch.index_select(self.x, 0, flat, out=self._xbuf).view(*idx.shape, -1)
+        yb = self.y.index_select(0, flat).view(idx.shape)
         return self._grad(X, xb, yb, self.C, out=self._gbuf, xt=self._xt)
 
     @torch.no_grad()

@@ -125,7 +125,7 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
                     rows = sample_rows(rng_sgd, I, J, cfg.batch, increasing=True)
                     Q -= alpha * views.batch_gradient(rows, Q, Ghat)
             M = views.apply(Q)
-            msg_up = up.apply_difference(M - up.value, rng_comp)   # = up.update(M, rng_comp), in place
+            msg_up = up.update_in_place(M, rng_comp)   # = up.update(M, rng_comp): the same x̂, bits and draws
             t1 = _timer()
             Y = up.value.sum(axis=0)
             if cfg.center:
@@ -133,7 +133,7 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
             if cfg.prox_weight:
                 Y = Y + cfg.prox_weight * G
             G = polar(Y)
-            msg_down = down.apply_difference(G - down.value, rng_comp)
+            msg_down = down.update_in_place(G, rng_comp)
             t2 = _timer()
             ledger.record("up", msg_up, step=r + 1)
             ledger.record("down", msg_down, step=r + 1)

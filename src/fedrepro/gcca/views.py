@@ -52,6 +52,13 @@ def _smallest_keys_increasing(keys: np.ndarray, batch: int) -> np.ndarray:
     return rows
 
 
+def _compiled(a: np.ndarray) -> bool:
+    """Whether the compiled CSR kernels apply to the dense operand a (float64, C-contiguous)."""
+    from fedrepro import kernels
+
+    return a.dtype == np.float64 and a.flags.c_contiguous and kernels.available()
+
+
 @dataclass
 class _Views:
     J: int
@@ -128,6 +135,13 @@ class SparseViews(_Views):
         return np.array([x.nnz / (self.J * self.N) for x in self.Xs])
 
     def apply(self, Q: np.ndarray) -> np.ndarray:
+        if _compiled(Q):
+            from fedrepro.kernels.sparse import csr_matmul_into
+
+            out = np.empty((self.I, self.J, Q.shape[2]))
+            for x, q, o in zip(self.Xs, Q, out):
+                csr_matmul_into(x.indptr, x.indices, x.data, q, o)
+            return out
         return np.stack([x @ q for x, q in zip(self.Xs, Q)])
 
     def xt(self, G: np.ndarray) -> np.ndarray:
@@ -138,6 +152,12 @@ class SparseViews(_Views):
     def batch_gradient(self, rows: np.ndarray, Q: np.ndarray, Ghat: np.ndarray) -> np.ndarray:
         B = rows.shape[1]
         out = np.empty((self.I, self.N, Q.shape[2]))
+        if _compiled(Q) and _compiled(Ghat) and rows.dtype.kind == "i":  # the same sums without building X_F
+            from fedrepro.kernels.sparse import csr_batch_gradient_into
+
+            for x, r, q, o in zip(self.Xs, rows, Q, out):
+                csr_batch_gradient_into(x.indptr, x.indices, x.data, np.ascontiguousarray(r), q, Ghat, o)
+            return (self.J / B) * out
         for i, (x, r) in enumerate(zip(self.Xs, rows)):  # one sparse row slice per view (no batched sparse op)
             XF = x[r]
             out[i] = XF.T @ (XF @ Q[i] - Ghat[r])

@@ -1,0 +1,118 @@
+"""The decentral engine's compiled passes (fedrepro.kernels.dense) against the torch operations they replace, to
+the bit; tests/decentral/test_engine_reference.py runs the whole engine (kernels on) against the pre-issue-19
+engine, and the last test here runs it with the kernels switched off (FEDREPRO_KERNELS=0)."""
+
+import numpy as np
+import pytest
+import torch
+
+from fedrepro import kernels
+from fedrepro.decentral.engine import DecentralEngine, method_config
+from fedrepro.decentral.mixing import GatherMixer, neighbour_lists
+from fedrepro.decentral.schedules import InverseLR, SqrtStepThreshold
+from fedrepro.decentral.topology import erdos_renyi, ring, torus
+
+pytestmark = pytest.mark.skipif(not kernels.available(), reason="numba not installed: the kernels are not used")
+
+
+def _torch_momentum(X, V, G, beta, corr, eta, wd, nesterov):
+    if wd:
+        G = torch.mul(X, wd).add_(G)
+    V.mul_(beta * corr).add_(G)
+    if nesterov:
+        X.add_(torch.add(G, V, alpha=beta), alpha=-eta)
+    else:
+        X.add_(V, alpha=-eta)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("nesterov,wd", [(True, 0.0), (False, 0.0), (True, 1e-3)])
+def test_momentum_step_is_torchs_to_the_bit(dtype, nesterov, wd):
+    from fedrepro.kernels.dense import momentum_step
+
+    g = torch.Generator().manual_seed(0)
+    X, V, G = (torch.randn(7, 1001, generator=g, dtype=dtype) for _ in range(3))
+    Xk, Vk = X.clone(), V.clone()
+    beta, corr, eta = 0.9, 1.0137, 0.0123
+    f = Xk.numpy().dtype.type
+    for _ in range(3):
+        _torch_momentum(X, V, G, beta, corr, eta, wd, nesterov)
+        momentum_step(Xk.view(-1).numpy(), Vk.view(-1).numpy(), G.view(-1).numpy(), f(beta * corr), f(beta), f(-eta),
+                      f(wd), nesterov)
+    assert torch.equal(X, Xk) and torch.equal(V, Vk)
+
+
+def test_the_fused_multiply_add_matters():
+    """Without the single rounding of torch's alpha-add the float32 iterates differ: the test above can fail."""
+    g = torch.Generator().manual_seed(1)
+    X, V, G = (torch.randn(100000, generator=g) for _ in range(3))
+    fused = X.add(torch.add(G, V, alpha=0.9), alpha=-0.0123)
+    f = np.float32
+    x, v, gg = X.numpy(), V.numpy(), G.numpy()
+    plain = x + f(-0.0123) * (gg + f(0.9) * v)
+    assert not np.array_equal(fused.numpy(), plain)
+
+
+@pytest.mark.parametrize("W", [ring(60).W, ring(3).W, torus(4, 6).W, erdos_renyi(20, 0.2, np.random.default_rng(2)).W],
+                         ids=["ring", "ring3", "torus", "erdos_renyi"])
+@pytest.mark.parametrize("gamma", [1.0, 0.4])
+def test_gossip_add_is_the_mixers_sum_to_the_bit(W, gamma):
+    from fedrepro.kernels.dense import gossip_add
+
+    idx, wts = neighbour_lists(W)
+    g = torch.Generator().manual_seed(3)
+    n = W.shape[0]
+    X, Y = torch.randn(n, 555, generator=g), torch.randn(n, 555, generator=g)
+    want = X.clone()
+    mixed = torch.sub(GatherMixer(idx, wts, Y.dtype, Y.device)(Y), Y)
+    if gamma != 1.0:
+        mixed.mul_(gamma)
+    want += mixed
+    gossip_add(X.numpy(), Y.numpy(), idx, wts.astype(np.float32), np.float32(gamma), gamma != 1.0)
+    assert torch.equal(X, want)
+
+
+@pytest.mark.parametrize("method", ["squarm", "choco_topk", "vanilla"])
+def test_engine_is_identical_without_the_kernels(method, monkeypatch):
+    rng = np.random.default_rng(0)
+    n, d = 12, 300
+    A = torch.as_tensor(rng.standard_normal((n, d)), dtype=torch.float32)
+
+    def grad(X, t):                          # a quadratic per node: g_i = x_i - a_i (+ t-dependent noise)
+        return X - A + 0.01 * np.sin(t)
+
+    cfg = method_config(method, gamma=0.4 if method == "choco_topk" else 1.0, k=10,
+                        H=5 if method == "squarm" else None)
+    runs = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv("FEDREPRO_KERNELS", flag)
+        eng = DecentralEngine(ring(n).W, torch.zeros(n, d), cfg, InverseLR(),
+                              SqrtStepThreshold(c0=100.0, every=1000) if method == "squarm" else None,
+                              generator=torch.Generator().manual_seed(7))
+        assert eng._compiled == (flag == "1")
+        for _ in range(30):
+            eng.step(grad)
+        runs.append(eng)
+    a, b = runs
+    assert torch.equal(a.X, b.X) and torch.equal(a.V, b.V) and torch.equal(a.xhat, b.xhat)
+    assert a.sync_log == b.sync_log
+
+
+def test_top_magnitudes_is_torch_topk_where_unique_and_declines_ties_and_nan():
+    from fedrepro.comm import _backend as bk
+    from fedrepro.kernels.dense import top_magnitudes
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(40, 7840, generator=g)
+    x[3, 100:140] = 0.0
+    idx = torch.empty(40, 10, dtype=torch.int64)
+    assert top_magnitudes(x.numpy(), 10, idx.numpy())
+    assert torch.equal(idx, torch.topk(x.abs(), 10, dim=1, sorted=False).indices)
+    tie = x.clone()
+    tie[7, 5] = -tie[7].abs().max()                     # the largest magnitude twice
+    assert not top_magnitudes(tie.numpy(), 10, idx.numpy())
+    nan = x.clone()
+    nan[1, 9] = float("nan")
+    assert not top_magnitudes(nan.numpy(), 10, idx.numpy())
+    for y in (x, tie, nan, torch.zeros(5, 7840)):      # the backend falls back to torch.topk: the same answer always
+        assert torch.equal(bk.largest_abs_k(y, 10), torch.topk(y.abs(), 10, dim=1, sorted=False).indices)
