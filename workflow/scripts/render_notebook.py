@@ -15,7 +15,7 @@ from nbconvert import HTMLExporter  # noqa: E402
 from fedrepro.execute import execute_notebook  # noqa: E402
 from fedrepro.io import atomic_path, write_text  # noqa: E402
 from fedrepro.pipeline import rule_run  # noqa: E402
-from fedrepro.scorecard.jobs import write_artifact_claims  # noqa: E402
+from fedrepro.scorecard.artifact_claims import write_artifact_claims  # noqa: E402
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 root = Path.cwd()

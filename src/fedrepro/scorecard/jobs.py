@@ -1,36 +1,11 @@
-"""The scorecard's two steps: per artifact (in its render job) and the whole scorecard (in the Snakemake process).
-
-`write_artifact_claims`: one artifact's claims against the numbers it shows -> results/<scale>/<paper>/claims/
-<artifact>.csv (called by the render job, right after its notebook wrote those numbers);
-`write_scorecard`: every artifact's claims -> results/<scale>/claims.{csv,md} and the index page.
+"""The scorecard job, in the Snakemake process: every artifact's claims -> results/<scale>/claims.{csv,md}, the
+assumption tables and the index page.  (Each artifact's own claims are judged by its render job:
+`fedrepro.scorecard.artifact_claims`.)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-
-def write_artifact_claims(job, wildcards, *, data: str, registry: str, output: str) -> None:
-    """One artifact's claims judged on the CSV it wrote (`data`) -> `output` and its sidecar.
-
-    Called by the render job right after the notebook wrote `data` (and its sidecar, which carries the data status):
-    the notebook's "Paper vs ours" and the scorecard are computed by this same code, `evaluate_claims`."""
-    import pandas as pd
-
-    from fedrepro.io import write_csv
-    from fedrepro.provenance import read_sidecar
-    from fedrepro.registry import Registry
-    from fedrepro.scorecard.evaluate import artifact_configurations, evaluate_claims
-
-    paper, artifact, scale = wildcards.paper, wildcards.artifact, wildcards.scale
-    reg = Registry.load(".", check=False)   # the workflow checked it before any job ran
-    claims = reg.claims(paper, artifact)
-    table = evaluate_claims(claims, pd.read_csv(data), paper=paper, artifact=artifact, scale=scale,
-                            data_status=(read_sidecar(data) or {}).get("data"),
-                            configurations=artifact_configurations(reg, paper, artifact, scale))
-    write_csv(output, table)
-    job.log.info("%d claim rows: %s", len(table), table["verdict"].value_counts().to_dict())
-    job.sidecars([output], inputs=[data, registry], config={"claims": claims})
 
 
 def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "scorecard") -> None:
