@@ -26,13 +26,13 @@ EPOCH_BITS = {32: 64 * MIB_BITS, 2: 4 * MIB_BITS, 3: 6 * MIB_BITS, 4: 8 * MIB_BI
 def synthetic_runs(dataset="mimic", experiment="mimic", M=4, Q=10, alg=1, epochs=8, scale=1.0, seeds=(1, 2)):
     """One run per compressor, b and seed; seed 2 learns 10% slower than seed 1."""
     rows = []
-    for comp in ("none", "scalar", "vector", "topk"):
+    for comp_id, comp in enumerate(("none", "scalar", "vector", "topk")):   # the registry's `methods:` order
         for b in ((32,) if comp == "none" else (2, 3, 4)):
             for seed in seeds:
                 for e in range(epochs + 1):
                     rate = RATE[comp] * (1.0 if seed == seeds[0] else 0.9)
                     rows.append({"configuration": "as-stated", "experiment": experiment, "dataset": dataset,
-                                 "compressor": comp, "b": b, "Q": Q, "M": M, "alg": alg, "seed": seed, "n_b": 4,
+                                 "compressor": comp, "comp_id": comp_id, "b": b, "Q": Q, "M": M, "alg": alg, "seed": seed, "n_b": 4,
                                  "epoch": e, "rounds": 4 * e, "bits_table": e * EPOCH_BITS[b],
                                  "test_metric": scale * min(rate * e, 0.5)})
     return pd.DataFrame(rows)

@@ -14,10 +14,10 @@ from fedrepro.mtl.artifacts import (
     savings_table,
     scheme_label,
 )
-from fedrepro.mtl.experiments import SCHEMES
 from fedrepro.notebook import open_artifact
 
 REPO = Path(__file__).resolve().parents[2]
+SCHEMES = ("vanilla", "sign", "topk", "sign_topk")   # the registry's schemes (thesis.yaml fig4_1)
 STEPS = np.unique(np.geomspace(1, 2000, 60).astype(int))
 # bits of one iteration's messages under convention P (d = 10: 32 d, 1 d, k (32 + 4), k (1 + 4) with k = 1)
 BITS_P = {"vanilla": 320.0, "sign": 10.0, "topk": 36.0, "sign_topk": 5.0}

@@ -389,11 +389,13 @@ def _by_cost_per_b(art):
 
 
 def _by_cost_per_compressor(art):
-    """Figures D.3, D.6: by cost, one panel per compressor with b in {2, 3, 4, 32} (titles: parameter `panels`)."""
+    """Figures D.3, D.6: by cost, one panel per compressor (every method run below 32 bits, in the registry's order)
+    with b in {2, 3, 4, 32} (titles: parameter `panels`, else the label)."""
     runs, s, ds = _one_dataset(art)
     titles = art.params.get("panels") or {}
+    compressed = s[s.b != 32].sort_values("comp_id").compressor.unique()
     panels = [(s[s.compressor.isin([c, "none"])], "cost", "b", _b2_budget(s), titles.get(c, label(c)))
-              for c in ("scalar", "vector", "topk")]
+              for c in compressed]
     return _figure(art, panels, 3, _summary(art, runs, s, ds))
 
 
