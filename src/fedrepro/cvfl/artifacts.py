@@ -292,7 +292,11 @@ def _panel(ax, runs: pd.DataFrame, x: str, by: str, x_max_bits=None, title: str 
     epoch) is drawn to the edge and marked there, so every legend entry is visible."""
     c = cost_curves(runs, x_max_bits) if x == "cost" else curves(runs)
     x_max = float(c["x_max"].iloc[0]) if x == "cost" and "x_max" in c else None
-    for (comp, b), g in c.groupby(["compressor", "b"]):
+    groups = list(c.groupby(["compressor", "b"]))
+    if "comp_id" in runs:                  # legend in the registry's `methods:` order
+        rank = runs.groupby("compressor").comp_id.first()
+        groups.sort(key=lambda kv: (rank.get(kv[0][0], np.inf), kv[0][1]))
+    for (comp, b), g in groups:
         line_color = color(comp) if by == "compressor" else bits_color(b)
         xs = g[x if x == "cost" else "epoch"].to_numpy()
         ax.plot(xs, g["mean"], color=line_color, label=f"{label(comp)} (b = {b})", marker="o", ms=2.5)
