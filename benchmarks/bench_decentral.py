@@ -29,7 +29,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 PARAMS = dict(n=60, topology="ring", batch=5, T=3000, H=5, lr={"kind": "inverse", "a": 1.0, "b": 100.0}, beta=0.9,
               trigger={"kind": "sqrt_step", "c0": 5000.0, "every": 1000}, k=10,
-              gamma={"squarm": 1.0, "choco_sign": 1.0, "choco_topk": 0.4, "vanilla": 1.0})
+              methods={"squarm": {"algorithm": "squarm", "compressor": {"name": "sign_topk", "k": 10}, "gamma": 1.0},
+                       "choco_sign": {"algorithm": "choco", "compressor": "sign", "gamma": 1.0},
+                       "choco_topk": {"algorithm": "choco", "compressor": {"name": "topk", "k": 10}, "gamma": 0.4},
+                       "vanilla": {"algorithm": "dsgd", "gamma": 1.0}})
 NUMPY_COMPRESSOR = {"squarm": "sign_topk", "choco_sign": "sign", "choco_topk": "topk", "vanilla": "identity"}
 
 
@@ -89,7 +92,8 @@ class Runner:
                 thr = make_threshold(PARAMS["trigger"], 1)
             self.eng = npref.NumpySquarm(self.task.x.numpy(), self.task.y.numpy(), PARAMS["n"], 10,
                                          compressor=NUMPY_COMPRESSOR[method], k=PARAMS["k"], H=H,
-                                         gamma=PARAMS["gamma"][method], beta=PARAMS["beta"], threshold=thr)
+                                         gamma=PARAMS["methods"][method]["gamma"], beta=PARAMS["beta"],
+                                         threshold=thr)
             shards = torch.as_tensor(self.task.shards)
             sampler = self.task.sampler
 
@@ -102,7 +106,7 @@ class Runner:
             if kind == "before":
                 orig, ex.DecentralEngine = ex.DecentralEngine, v0.DecentralEngine
             try:
-                self.eng = build(PARAMS, method, self.task, 0)
+                self.eng = build(PARAMS, next(m for m in ex.methods(PARAMS) if m.name == method), self.task, 0)
             finally:
                 if kind == "before":
                     ex.DecentralEngine = orig

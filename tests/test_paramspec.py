@@ -23,6 +23,7 @@ from fedrepro.paramspec import (
     ListOf,
     Literal,
     Mapping,
+    Scalar,
     SpecError,
     check_parameters,
     compile_spec,
@@ -172,12 +173,18 @@ CASES = [
      "experiments.table5_1.configurations.as-stated.n_test", "expected an integer >= 1, got 'abc' (str)"),
     (_set("table5_1", "scales", "smoke", "params", "runs", -2), "experiments.table5_1.scales.smoke.params.runs",
      "expected an integer >= 1, got -2"),
-    (_set("fig4_2", "configurations", "calibrated", "schemes", ["vanilla", "randk_unbiased", "sign_topkk"]),
-     "experiments.fig4_2.configurations.calibrated.schemes[2]", "unknown value 'sign_topkk'; did you mean sign_topk?"),
-    (_set("fig3_4", "configurations", "as-stated", "methods", ["squarm", "choco_topkk"]),
-     "experiments.fig3_4.configurations.as-stated.methods[1]", "did you mean choco_topk?"),
-    (_set("fig3_2", "configurations", "as-stated", "gamma", {"choco_sgn": 0.4}),
-     "experiments.fig3_2.configurations.as-stated.gamma.choco_sgn", "did you mean choco_sign"),
+    (_set("fig4_2", "configurations", "calibrated", "methods",
+          {"sign_topk": {"algorithm": "compressed", "compressor": {"name": "sign_topkk", "k": 1}}}),
+     "experiments.fig4_2.configurations.calibrated.methods.sign_topk.compressor",
+     "unknown compressor 'sign_topkk'; did you mean sign_topk"),
+    (_set("fig4_1", "configurations", "as-stated", "methods",
+          {"topk": {"algorithm": "compressed", "compressor": {"name": "topk", "kk": 1}}}),
+     "experiments.fig4_1.configurations.as-stated.methods.topk.compressor", "got unknown parameter(s) ['kk']"),
+    (_set("fig3_4", "configurations", "as-stated", "methods", {"choco_topk": {"algorithm": "chocoo"}}),
+     "experiments.fig3_4.configurations.as-stated.methods.choco_topk.algorithm",
+     "unknown value 'chocoo'; did you mean choco?"),
+    (_set("fig3_2", "configurations", "as-stated", "methods", {"choco_sign": {"algorithm": "choco", "gama": 0.4}}),
+     "experiments.fig3_2.configurations.as-stated.methods.choco_sign.gama", "did you mean gamma?"),
     (_set("fig3_2", "scales", "smoke", "params", "lr", {"warmup_epoch": 0.5}),
      "experiments.fig3_2.scales.smoke.params.lr.warmup_epoch", "did you mean warmup_epochs?"),
     (_set("fig3_4", "configurations", "as-stated", "seed", 3), "experiments.fig3_4.configurations.as-stated.seed",
@@ -203,9 +210,14 @@ def test_unschemed_run_entries_and_compressor_names_of_cvfl():
     reg = load_yaml(REPO / "config" / "papers" / "cvfl.yaml")
     reg["experiments"]["mimic"]["configurations"]["as-stated"]["compressors"] = ["none", "vectr"]
     reg["experiments"]["mimic_q"]["scales"]["quick"]["params"]["runs"][0]["epoch"] = 4
+    cifar = reg["experiments"]["cifar10"]["configurations"]["as-stated"]
+    cifar["methods"] = {**cifar["methods"], "vector": {"compressor": {"name": "cvfl_vectr"}, "servr": "topk"}}
     msg = _error(reg, "cvfl")
-    assert ("config/papers/cvfl.yaml: experiments.mimic.configurations.as-stated.compressors[1]: unknown value "
+    assert ("config/papers/cvfl.yaml: experiments.mimic.configurations.as-stated.compressors[1]: unknown method "
             "'vectr'; did you mean vector?") in msg
+    assert ("config/papers/cvfl.yaml: experiments.cifar10.configurations.as-stated.methods.vector.compressor: "
+            "unknown compressor 'cvfl_vectr'; did you mean cvfl_vector") in msg
+    assert "experiments.cifar10.configurations.as-stated.methods.vector.servr: unknown parameter" in msg
     assert "experiments.mimic_q.scales.quick.params.runs[0].epoch: unknown parameter" in msg
     assert "did you mean epochs?" in msg
 
@@ -283,7 +295,7 @@ READS = {
     "fedrepro.mtl.experiments:run": [("fedrepro.mtl.experiments", f, _P)
                                      for f in ("build_instance", "iterations", "run_experiment", "run")],
     "fedrepro.decentral.experiments:run": [
-        *[("fedrepro.decentral.experiments", f, {**_P, "params['trigger']": "trigger.", "params['gamma']": "gamma."})
+        *[("fedrepro.decentral.experiments", f, {**_P, "params['trigger']": "trigger."})
           for f in ("build_engine", "tune_gamma", "run_method", "run_experiment", "make_task_factory",
                     "_image_folder_factory", "prepare_params", "calibrate_trigger", "run")],
         ("fedrepro.decentral.schedules", "make_lr", {"spec": "lr."}),
@@ -315,14 +327,16 @@ READS = {
 }
 
 # Declared keys no scanned function reads by name, and why they are declared.
+_METHODS = {"methods": "read by fedrepro.methods.methods_of"}
 NOT_READ_BY_NAME = {
-    "fedrepro.mtl.experiments:run": {"tau": "the figure's target gap: fedrepro.mtl.artifacts reads the run params"},
-    "fedrepro.decentral.experiments:run": {
+    "fedrepro.mtl.experiments:run": {"tau": "the figure's target gap: fedrepro.mtl.artifacts reads the run params",
+                                     **_METHODS},
+    "fedrepro.decentral.experiments:run": {**_METHODS,
         "target": "recorded only (the artifact's parameters hold the target)",
         "link_rate": "recorded only (fedrepro.decentral.linkmodel's constant)",
         "tau_oh": "recorded only (fedrepro.decentral.linkmodel's constant)"},
-    "fedrepro.cvfl.experiments:run": {k: "a default of every run, read as p.get(k) in a loop over names"
-                                      for k in ("Q", "M", "alg", "epochs")},
+    "fedrepro.cvfl.experiments:run": {**{k: "a default of every run, read as p.get(k) in a loop over names"
+                                         for k in ("Q", "M", "alg", "epochs")}, **_METHODS},
     "fedrepro.adept.pca:run": {k: "read as params[k] in a loop over names" for k in ("d", "r", "m", "n")},
 
 }
@@ -390,18 +404,19 @@ def _words(node) -> set:
 
 
 def test_declared_names_match_the_engines_tables():
-    from fedrepro.cvfl.simulator import COMPRESSORS
-    from fedrepro.decentral.engine import METHODS
-    from fedrepro.mtl.experiments import FEEDBACKS, SCHEMES
+    """Algorithms are code (each engine's table); compressors are data: any fedrepro.comm name, never a word list."""
+    from fedrepro.decentral.engine import ALGORITHMS as DECENTRAL
+    from fedrepro.mtl.experiments import ALGORITHMS as MTL
+    from fedrepro.mtl.experiments import FEEDBACKS
     from fedrepro.transfer.table5_1 import Table51Config
 
-    dec = runner_spec(REPO, "fedrepro.decentral.experiments:run").fields
-    assert _words(dec["methods"][0]) == set(METHODS) == set(dec["gamma"][0].fields)
+    dec = runner_spec(REPO, "fedrepro.decentral.experiments:run").fields["methods"][0].wildcard.fields
+    assert _words(dec["algorithm"][0]) == set(DECENTRAL) and dec["compressor"][0] == Scalar("compressor")
     mtl = runner_spec(REPO, "fedrepro.mtl.experiments:run").fields
-    assert _words(mtl["schemes"][0]) == set(SCHEMES) and _words(mtl["feedbacks"][0]) == set(FEEDBACKS)
-    cvfl = runner_spec(REPO, "fedrepro.cvfl.experiments:run").fields
-    assert _words(cvfl["compressors"][0]) == set(COMPRESSORS)
-    assert _words(cvfl["runs"][0].item.fields["compressor"][0]) == set(COMPRESSORS)
+    assert _words(mtl["methods"][0].wildcard.fields["algorithm"][0]) == set(MTL)
+    assert _words(mtl["feedbacks"][0]) == set(FEEDBACKS)
+    cvfl = runner_spec(REPO, "fedrepro.cvfl.experiments:run").fields["methods"][0].wildcard.fields
+    assert cvfl["compressor"][0] == cvfl["server"][0] == Scalar("partial_compressor")
     t51 = runner_spec(REPO, "fedrepro.transfer.table5_1:run").fields
     assert set(t51) == set(Table51Config.__dataclass_fields__) - {"extra", "seed"}
 

@@ -10,7 +10,7 @@ torch-heavy runner modules cost nothing at DAG-build time:
         "p": "float>0<=1",                   # a number (ints and inf count) in (0, 1]
         "T_max?": "int>=1|null",             # `?`: optional key; `|`: alternatives (here: an int >= 1 or null)
         "c_range": "list[float, float]",     # exactly two numbers;  list[S]: a list of any length
-        "schemes?": "list[vanilla|sign|topk|sign_topk]",
+        "feedbacks?": "list[sample|bandit]",
         "lr": {"kind?": "inverse|constant", "a?": "float>0"},      # a mapping with these keys
         "gamma?": {"*": "float>0"},          # a mapping with any keys
         "runs?": [{"compressor": "none|topk", "b": "int>=1"}],     # a list of such mappings
@@ -22,6 +22,10 @@ A string spec is alternatives separated by `|`; each alternative is one of
     int | float          optionally with bounds: >=a  >a  <=a  <a  (chained: float>0<=1)
     bool | str | null | any
     compressor           a compressor registered in fedrepro.comm (plugins included), checked by building it
+    partial_compressor   the same where the engine supplies some parameters (C-VFL's bits `b`): name and parameter
+                         names are checked, the compressor is built by the run
+    method_name          a key of the experiment's `methods:` mapping (fedrepro/methods.py), checked on the merged
+                         configuration
     list[S]              a list whose items match S;  list[S1, S2]: exactly these positions
     true | false | 12 | 0.5 | any other word     that literal value
 
@@ -66,7 +70,8 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class Scalar:
-    kind: str                          # int | float | bool | str | null | any | compressor
+    kind: str                          # int | float | bool | str | null | any | compressor | partial_compressor
+                                       # | method_name
     bounds: tuple = ()                 # ((op, number), ...)
 
 
@@ -92,7 +97,7 @@ class Mapping:
     wildcard: Any = None
 
 
-_KINDS = ("bool", "str", "null", "any", "compressor")
+_KINDS = ("bool", "str", "null", "any", "compressor", "partial_compressor", "method_name")
 _NUMBER = r"-?(?:inf|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
 _BOUNDED = re.compile(rf"(int|float)((?:(?:>=|<=|>|<){_NUMBER})*)")
 _BOUND = re.compile(rf"(>=|<=|>|<)({_NUMBER})")
@@ -241,7 +246,10 @@ def describe(node: Any) -> str:
         bounds = " and ".join(f"{op} {_number(b)}" for op, b in node.bounds)
         words = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
                  "null": "null", "any": "any value",
-                 "compressor": "a compressor name (fedrepro.comm) or {name: <name>, <its parameters>}"}[node.kind]
+                 "compressor": "a compressor name (fedrepro.comm) or {name: <name>, <its parameters>}",
+                 "partial_compressor": "a compressor name (fedrepro.comm) or {name: <name>, <some of its "
+                                       "parameters>}",
+                 "method_name": "the name of one of the experiment's methods"}[node.kind]
         return f"{words} {bounds}" if bounds else words
     if isinstance(node, Literal):
         return str(node.value).lower() if isinstance(node.value, bool) else str(node.value)
@@ -317,20 +325,23 @@ class Checker:
         self.root = Path(root)
         self.problems: list[tuple[str, str]] = []
         self._top = ""
+        self._root: Any = None             # the whole value checked (its `methods:` names the methods)
 
     def fail(self, path: str, message: str) -> None:
         self.problems.append((path, message))
 
     def check(self, value: Any, node: Any, path: str, *, partial: bool = False, owner: str = "") -> bool:
         before = len(self.problems)
-        self._top = path
+        self._top, self._root = path, value
         self._check(value, node, path, partial, owner)
         return len(self.problems) == before
 
     def _check(self, value, node, path, partial, owner) -> None:
         if isinstance(node, Scalar):
-            if node.kind == "compressor":
-                self._compressor(value, path)
+            if node.kind in ("compressor", "partial_compressor"):
+                self._compressor(value, path, build=node.kind == "compressor")
+            elif node.kind == "method_name":
+                self._method_name(value, path, partial)
             elif not _scalar_ok(node, value):
                 self.fail(path, f"expected {describe(node)}, got {_show(value)}")
         elif isinstance(node, Literal):
@@ -348,7 +359,9 @@ class Checker:
     def _any_of(self, value, node: AnyOf, path, partial, owner) -> None:
         for option in node.options:
             probe = Checker(self.root)
-            if probe.check(value, option, path, partial=partial, owner=owner):
+            probe._top, probe._root = path, self._root
+            probe._check(value, option, path, partial, owner)
+            if not probe.problems:
                 return
         same_shape = [o for o in node.options if _shape(o) == _value_shape(value)]
         if len(same_shape) == 1 and _shape(same_shape[0]) != "scalar":   # report inside the one container that fits
@@ -394,8 +407,20 @@ class Checker:
                 if not optional and key not in value:
                     self.fail(_join(path, key), "missing" + (f": {owner} reads it" if owner else ""))
 
-    def _compressor(self, value, path) -> None:
-        """Build the compressor: its name must be registered and its parameters accepted (fedrepro.comm)."""
+    def _method_name(self, value, path, partial) -> None:
+        """A method's name: a string, and (once the configuration is merged with its scale) a key of `methods:`."""
+        if not isinstance(value, str):
+            self.fail(path, f"expected {describe(Scalar('method_name'))}, got {_show(value)}")
+            return
+        methods = (self._root or {}).get("methods") if isinstance(self._root, dict) else None
+        if partial or not isinstance(methods, dict) or value in methods:
+            return
+        self.fail(path, f"unknown method {value!r}{_did_you_mean(value, methods)} (this experiment's methods: "
+                        f"{', '.join(methods)})")
+
+    def _compressor(self, value, path, build: bool = True) -> None:
+        """Build the compressor: its name must be registered and its parameters accepted (fedrepro.comm).  A
+        partial one (`build=False`) is checked for its name and parameter names only."""
         import importlib
 
         # importlib (not an import statement): checking a name cannot change a job's output, so the modules that
@@ -415,6 +440,13 @@ class Checker:
         if name not in names:
             self.fail(path, f"unknown compressor {name!r}{_did_you_mean(name, names)} (registered: "
                             f"{', '.join(names)}; a new one: docs/comm.md, 'Add your own compressor')")
+            return
+        if not build:
+            allowed = registry.compressor_parameters(name)
+            for key in params:
+                if key not in allowed:
+                    self.fail(f"{path}.{key}", f"unknown parameter of compressor {name!r}"
+                                               f"{_did_you_mean(key, allowed)} (its parameters: {', '.join(allowed)})")
             return
         try:
             registry.get_compressor(name, **params)

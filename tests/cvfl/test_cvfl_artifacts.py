@@ -16,6 +16,7 @@ import pytest
 from fedrepro.cvfl import artifacts as A
 from fedrepro.io import write_csv
 from fedrepro.notebook import open_artifact
+from fedrepro.registry import Registry
 
 REPO = Path(__file__).resolve().parents[2]
 MIB_BITS = 8 * 2**20
@@ -26,13 +27,13 @@ EPOCH_BITS = {32: 64 * MIB_BITS, 2: 4 * MIB_BITS, 3: 6 * MIB_BITS, 4: 8 * MIB_BI
 def synthetic_runs(dataset="mimic", experiment="mimic", M=4, Q=10, alg=1, epochs=8, scale=1.0, seeds=(1, 2)):
     """One run per compressor, b and seed; seed 2 learns 10% slower than seed 1."""
     rows = []
-    for comp in ("none", "scalar", "vector", "topk"):
+    for comp_id, comp in enumerate(("none", "scalar", "vector", "topk")):   # the registry's `methods:` order
         for b in ((32,) if comp == "none" else (2, 3, 4)):
             for seed in seeds:
                 for e in range(epochs + 1):
                     rate = RATE[comp] * (1.0 if seed == seeds[0] else 0.9)
                     rows.append({"configuration": "as-stated", "experiment": experiment, "dataset": dataset,
-                                 "compressor": comp, "b": b, "Q": Q, "M": M, "alg": alg, "seed": seed, "n_b": 4,
+                                 "compressor": comp, "comp_id": comp_id, "b": b, "Q": Q, "M": M, "alg": alg, "seed": seed, "n_b": 4,
                                  "epoch": e, "rounds": 4 * e, "bits_table": e * EPOCH_BITS[b],
                                  "test_metric": scale * min(rate * e, 0.5)})
     return pd.DataFrame(rows)
@@ -171,3 +172,36 @@ def test_tables_show_the_paper_beside_ours_and_the_seeds_reaching(tmp_path):
     assert md.count("STAND-IN DATA (mimic)") == 1 and "target F1 = 0.4" in md
     p = art.run_params("mimic")
     assert f"M = {p['M']}, Q = {p['Q']}, B = {p['B']}, {p['epochs']} epochs" in md     # sizes: the run parameters
+
+
+# ---- claims name their sets (issue 16) ---------------------------------------------------------------------------
+
+DATASET_OF = {"mimic": "mimic", "cifar10": "cifar10", "modelnet10": "modelnet10"}
+
+
+def with_intruder(runs: pd.DataFrame, rate: float, cost: float) -> pd.DataFrame:
+    """The runs plus a method appended to `methods:` (comp_id 4) learning `rate` per epoch at `cost` x VQ's bits."""
+    new = runs[runs.compressor == "vector"].copy()
+    seed_scale = np.where(new.seed == new.seed.min(), 1.0, 0.9)
+    new = new.assign(compressor="intruder", comp_id=4, test_metric=np.minimum(rate * seed_scale * new.epoch, 0.5),
+                     bits_table=new.bits_table * cost)
+    return pd.concat([runs, new], ignore_index=True)
+
+
+def _verdicts(name, frames, tmp_path):
+    art = open_frames(name, frames, tmp_path)
+    getattr(A, name)(art)
+    return art.judge()[["claim", "verdict", "our_value"]].astype(str).to_records(index=False).tolist()
+
+
+@pytest.mark.parametrize("name", ["table2", "table3", "table4", "fig3", "figd1", "figd2", "figd3", "figd4", "figd5",
+                                  "figd6"])
+@pytest.mark.parametrize("rate,cost", [(0.5, 0.01), (0.001, 100.0)], ids=["best", "worst"])
+def test_a_new_compressor_changes_no_verdict(name, rate, cost, tmp_path):
+    """Every claim over 'every compressor' names the paper's set, so a method a user appends (however good or bad)
+    is drawn but never judged: the verdicts and our values are those without it."""
+    experiments = Registry.load(REPO, check=False).artifact("cvfl", name)["experiments"]
+    frames = {e: synthetic_runs(DATASET_OF[e], e) for e in experiments}
+    before = _verdicts(name, frames, tmp_path / "before")
+    after = _verdicts(name, {e: with_intruder(f, rate, cost) for e, f in frames.items()}, tmp_path / "after")
+    assert before and after == before

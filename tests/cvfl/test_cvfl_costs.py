@@ -30,7 +30,7 @@ TABLE4 = {("none", 32): (9604.80, 17.4), ("scalar", 2): (1932.00, 56.0), ("vecto
 def test_table2_costs(key):
     comp, b = key
     cost, epochs = TABLE2[key]
-    bits = run_epoch_bits(CvflConfig(M=4, Q=10, B=1000, compressor=comp, b=b), 14681, P=16, n_out=1)
+    bits = run_epoch_bits(CvflConfig(M=4, Q=10, B=1000, method=comp, b=b), 14681, P=16, n_out=1)
     assert epochs * bits / MIB == pytest.approx(cost, abs=0.05)
 
 
@@ -38,7 +38,7 @@ def test_table2_costs(key):
 def test_table4_costs(key):
     comp, b = key
     cost, epochs = TABLE4[key]
-    bits = run_epoch_bits(CvflConfig(M=4, Q=10, B=64, compressor=comp, b=b), 1008, P=4096, n_out=10)
+    bits = run_epoch_bits(CvflConfig(M=4, Q=10, B=64, method=comp, b=b), 1008, P=4096, n_out=10)
     assert epochs * bits / MIB == pytest.approx(cost, abs=0.005)
 
 
@@ -75,7 +75,7 @@ def test_cost_check_rows_agree_with_these_numbers():
         for comp_id, b, paper, epochs, formula in zip(got.comp_id, got.b, got.paper, got.derived, got.formula):
             cost, derived = table[(name[comp_id], b)]
             assert (paper, epochs) == (cost, derived)
-            bits = run_epoch_bits(CvflConfig(M=4, Q=10, B=B, compressor=name[comp_id], b=b), n_train, P=P, n_out=n_out)
+            bits = run_epoch_bits(CvflConfig(M=4, Q=10, B=B, method=name[comp_id], b=b), n_train, P=P, n_out=n_out)
             assert formula == pytest.approx(derived * bits / MIB, rel=1e-12)
     t5 = rows[(rows.part == "table5_time") & (rows.Q == 10)].sort_values("t_c")
     assert list(t5.t_c) == [1, 10, 50, 200]

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from paper_methods import method, methods
 
 from fedrepro.comm.conventions import cvfl_epoch_bits, cvfl_round_bits_text
 from fedrepro.cvfl import CvflConfig, CvflTrainer
@@ -32,7 +33,8 @@ UNAVAILABLE = {"status": "unavailable", "files": {}, "missing": ["x"],
                "attempts": [{"source": "s", "file": "x", "error": "offline"}]}
 N_TRAIN, N_VAL = 200, 100                       # 100 classes x 2 train / 1 val stand-in images (64x64 PNG)
 SMALL = {"dataset": "imagenet100", "B": 64, "lr": 0.2, "P": 16, "party": "quick", "hidden": 8, "image_size": 16,
-         "M": 4, "eval_train": False, "eval_batch": 50, "workers": 0, "reshuffle_each_epoch": True}
+         "M": 4, "eval_train": False, "eval_batch": 50, "workers": 0, "reshuffle_each_epoch": True,
+         "methods": methods()}
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,7 @@ def test_streaming_fixed_order_equals_in_memory_on_the_same_tensors(folder):
     train_ds, x, y = _decoded(folder, TRAIN, 16)
     test_ds, xt, yt = _decoded(folder, VAL, 16)
     seed = 1928644128
-    cfg = CvflConfig(M=4, Q=3, B=64, epochs=2, lr=0.2, compressor="vector", b=2, cost_formula="alg1_text",
+    cfg = CvflConfig(M=4, Q=3, B=64, epochs=2, lr=0.2, **method("vector"), b=2, cost_formula="alg1_text",
                      top5=True, server_init="normal", eval_train=False)
     torch.manual_seed(0)
     parties = StackedMLP(4, 3 * 8 * 8, 8, 16)

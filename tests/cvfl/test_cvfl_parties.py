@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from paper_methods import method
 
 from fedrepro.cvfl import CvflConfig, CvflTrainer
 from fedrepro.cvfl.sources import TensorBatches
@@ -60,7 +61,7 @@ def test_one_round_matches_the_vmapped_parties_in_training_mode(pair):
     x = torch.randn(2, 6, 3, 16, 16, generator=g)
     y = torch.randint(0, 4, (6,), generator=g)
     assert torch.allclose(old(x), new(x), atol=1e-5)
-    cfg = CvflConfig(M=2, Q=3, B=6, lr=0.01, compressor="vector", b=2)
+    cfg = CvflConfig(M=2, Q=3, B=6, lr=0.01, **method("vector"), b=2)
     a, b = CvflTrainer(cfg, old, 8, 4, seed=3), CvflTrainer(cfg, new, 8, 4, seed=3)
     la = [a.round_alg1(x, y, cfg.lr) for _ in range(2)]
     lb = [b.round_alg1(x, y, cfg.lr) for _ in range(2)]

@@ -5,6 +5,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from paper_methods import method
 
 from fedrepro.comm.conventions import cvfl_topk_k
 from fedrepro.cvfl import CvflConfig, CvflTrainer, split_learning_losses
@@ -25,7 +26,7 @@ def test_identity_q1_equals_split_learning(task):
     x, y = _data(M, task=task)
     parties = StackedMLP(M, 4, 8, P)
     sl_parties = copy.deepcopy(parties)
-    cfg = CvflConfig(M=M, Q=1, B=8, epochs=2, lr=0.1, compressor="none", b=32, task=task)
+    cfg = CvflConfig(M=M, Q=1, B=8, epochs=2, lr=0.1, **method("none"), b=32, task=task)
     tr = CvflTrainer(cfg, parties, P, 1 if task == "binary" else 3, seed=0)
     order = np.random.default_rng(0).permutation(40)
     W0, b0 = tr.W.detach().clone(), tr.bias.detach().clone()
@@ -52,7 +53,7 @@ def test_alg2_equals_alg1_without_compression():
 def test_ledger_bits_match_compressor_counts(comp, b):
     M, P, B = 3, 8, 10
     x, y = _data(M)
-    cfg = CvflConfig(M=M, Q=2, B=B, epochs=1, lr=0.05, compressor=comp, b=b)
+    cfg = CvflConfig(M=M, Q=2, B=B, epochs=1, lr=0.05, **method(comp), b=b)
     tr = CvflTrainer(cfg, StackedMLP(M, 4, 8, P), P, 4, seed=0)  # 4 outputs: the lattice pairs entries
     tr.fit(x, y, x, y, np.arange(40))
     steps, up = tr.ledger.per_step("values_bits", "up")

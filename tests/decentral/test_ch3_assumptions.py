@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from paper_methods import method_config
 
-from fedrepro.decentral.engine import DecentralEngine, method_config
+from fedrepro.decentral.engine import DecentralEngine
 from fedrepro.decentral.experiments import MnistTask, node_shards, run_experiment
 from fedrepro.decentral.topology import ring
 from fedrepro.decentral.trigger import TriggerReference
@@ -126,7 +127,10 @@ def test_grid_runs_every_gamma_and_reference():
     split = _split()
     params = dict(dataset="mnist", model="logreg", n=6, topology="ring", partition="two_classes", batch=5, T=40, H=5,
                   lr={"kind": "inverse", "a": 1.0, "b": 100.0}, beta=0.9, trigger={"kind": "sqrt_step", "c0": 5000.0,
-                  "every": 1000}, k=10, methods=["squarm", "choco_topk", "vanilla"], gamma={"vanilla": 1.0},
+                  "every": 1000},
+                  methods={"squarm": {"algorithm": "squarm", "compressor": {"name": "sign_topk", "k": 10}},
+                           "choco_topk": {"algorithm": "choco", "compressor": {"name": "topk", "k": 10}},
+                           "vanilla": {"algorithm": "dsgd"}},
                   gamma_grid_runs=True, gamma_grid=[0.1, 1.0], trigger_references=["copy", "last_sent"], seeds=1,
                   eval_every=20, seed=0)
     runs, facts = run_experiment(params, lambda s: MnistTask(split, 6, "two_classes", 5, s, train_eval=200),

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 import torch
+from paper_methods import method_config
 
-from fedrepro.decentral.engine import DecentralEngine, EngineConfig, method_config
+from fedrepro.decentral.engine import DecentralEngine, EngineConfig
 from fedrepro.decentral.schedules import InverseLR, PiecewiseEpochThreshold, SqrtStepThreshold, WarmupPiecewiseLR
 from fedrepro.decentral.topology import complete, erdos_renyi, ring, ring_gap_closed_form, spectral_gap, torus
 from fedrepro.decentral.trigger import trigger_mask

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from paper_methods import method_config
 
-from fedrepro.decentral.engine import DecentralEngine, EngineConfig, method_config
+from fedrepro.decentral.engine import DecentralEngine, EngineConfig
 from fedrepro.decentral.experiments import MnistTask
 from fedrepro.decentral.mixing import (
     DenseMixer,

@@ -6,11 +6,11 @@ from PIL import Image
 
 from fedrepro.data.imagefolder import TRAIN, VAL, ImageFiles, ImageTransform
 from fedrepro.data.loaders import ImageIndex
-from fedrepro.decentral.experiments import ImageFolderTask, build_engine
+from fedrepro.decentral.experiments import ImageFolderTask, build_engine, methods
 from fedrepro.models.resnet import resnet20
 
 PARAMS = {"n": 3, "topology": "ring", "lr": {"kind": "constant", "value": 0.05}, "beta": 0.9, "H": 1,
-          "gamma": {"vanilla": 1.0}, "iters_per_epoch": 4}
+          "methods": {"vanilla": {"algorithm": "dsgd"}}, "iters_per_epoch": 4}
 
 
 def colour_folder(tmp_path, n_per_class=10, classes=3, size=20) -> ImageIndex:
@@ -54,7 +54,7 @@ def test_node_batches_feed_each_node_its_shard_and_training_learns(tmp_path):
     index = colour_folder(tmp_path)
     task = make_task(index)
     assert task.shards.shape == (3, 7) and len(np.unique(task.shards)) == 21          # disjoint equal shards
-    eng = build_engine(PARAMS, "vanilla", task, seed=0)
+    eng = build_engine(PARAMS, methods(PARAMS)[0], task, seed=0)
     before = task.evaluate(eng.mean_model())["train_loss"]
     for _ in range(20):
         eng.step(task.grad)
@@ -68,7 +68,7 @@ def test_same_seed_same_run(tmp_path):
     outs = []
     for _ in range(2):
         task = make_task(index, seed=3)
-        eng = build_engine(PARAMS, "vanilla", task, seed=3)
+        eng = build_engine(PARAMS, methods(PARAMS)[0], task, seed=3)
         for _ in range(3):
             eng.step(task.grad)
         outs.append(eng.mean_model())

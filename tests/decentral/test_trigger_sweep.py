@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedrepro.decentral.experiments import MnistTask, build_engine, run_experiment
+from fedrepro.decentral.experiments import MnistTask, build_engine, methods, run_experiment
 from fedrepro.decentral.figures import trigger_sweep_data
 from fedrepro.decentral.trigger import trigger_mask
 
@@ -29,10 +29,11 @@ def _split(seed=0, n_train=600, n_test=200, p=20, classes=10):
 
 # Fig. 3.4's setting shrunk: 6 nodes on a ring, one class per node, batch 5, H = 5, eta_t = 1/(t+100), Sign-TopK
 # k = 10, c_t = 5000 sqrt(1 + floor(t/1000)), gamma 1.
+SQUARM = {"algorithm": "squarm", "compressor": {"name": "sign_topk", "k": 10}, "gamma": 1.0}
 PARAMS = dict(dataset="mnist", model="logreg", n=6, topology="ring", partition="sorted", batch=5, T=150, H=5,
               lr={"kind": "inverse", "a": 1.0, "b": 100.0}, beta=0.9, lr_correction=True, weight_decay=0.0,
-              trigger={"kind": "sqrt_step", "c0": 5000.0, "every": 1000}, k=10, methods=["squarm"],
-              gamma={"squarm": 1.0}, tune_gamma=False, seeds=1, eval_every=25, seed=0, trigger_scales=SCALES)
+              trigger={"kind": "sqrt_step", "c0": 5000.0, "every": 1000},
+              methods={"squarm": SQUARM}, tune_gamma=False, seeds=1, eval_every=25, seed=0, trigger_scales=SCALES)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def test_scale_zero_is_no_trigger():
     engines = []
     for p in (dict(PARAMS, trigger_scale=0.0), dict(PARAMS, trigger={"kind": "none"})):
         task = MnistTask(split, 6, "sorted", 5, 0, train_eval=300)
-        eng = build_engine(p, "squarm", task, 0, gamma=1.0)
+        eng = build_engine(p, methods(p)[0], task, 0, gamma=1.0)
         for _ in range(60):
             eng.step(task.grad)
         engines.append(eng)

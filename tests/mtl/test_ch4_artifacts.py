@@ -14,10 +14,10 @@ from fedrepro.mtl.artifacts import (
     savings_table,
     scheme_label,
 )
-from fedrepro.mtl.experiments import SCHEMES
 from fedrepro.notebook import open_artifact
 
 REPO = Path(__file__).resolve().parents[2]
+SCHEMES = ("vanilla", "sign", "topk", "sign_topk")   # the registry's schemes (thesis.yaml fig4_1)
 STEPS = np.unique(np.geomspace(1, 2000, 60).astype(int))
 # bits of one iteration's messages under convention P (d = 10: 32 d, 1 d, k (32 + 4), k (1 + 4) with k = 1)
 BITS_P = {"vanilla": 320.0, "sign": 10.0, "topk": 36.0, "sign_topk": 5.0}
@@ -121,3 +121,30 @@ def test_differences_name_diverging_schemes_and_the_recorded_reasons(tmp_path):
     assert "final test accuracy 0.47 for" in text
     assert "Sign 32× (paper 20×)" in text  # Sign still reaches τ: 320 / 10 bits per message (BITS_P)
     assert art.params["differs"][1] in text
+
+
+@pytest.mark.parametrize("name,configurations,logistic", [("fig4_1", ["as-stated"], False),
+                                                          ("fig4_2", ["as-stated", "calibrated"], True)])
+@pytest.mark.parametrize("quality", ["best", "worst"])
+def test_a_new_scheme_changes_no_verdict(tmp_path, name, configurations, logistic, quality):
+    """The claims name the thesis' schemes, so a scheme a user appends to `methods:` (here diverging with a positive
+    edge constraint, or converging at 1 bit per message) is drawn and never judged: verdicts and values unchanged."""
+    fn = {"fig4_1": fig4_1, "fig4_2": fig4_2}[name]
+    art = _artifact(tmp_path / "before", name, configurations, logistic)
+    fn(art)
+    before = art.judge()[["claim", "configuration", "verdict", "our_value"]].astype(str).values.tolist()
+    art = _artifact(tmp_path / "after", name, configurations, logistic)
+    for path in art.run_files:
+        runs = pd.read_csv(path)
+        new = runs[runs.scheme == "sign"].assign(scheme="intruder")
+        if quality == "worst":
+            new.loc[new.metric.isin(["gap", "gap_last"]), "value"] = 2.0
+            new.loc[new.metric.isin(["g_edge", "g_max"]), "value"] = 5.0
+            new.loc[new.metric == "acc", "value"] = 0.1
+        else:
+            new[["bits_measured", "bits_P", "bits_F"]] = new[["step"]].to_numpy() * [1, 1, 1]
+        pd.concat([runs, new], ignore_index=True).to_csv(path, index=False)
+    fn(art)
+    assert "intruder" in set(pd.read_csv(art.outputs["csv"]).scheme)
+    after = art.judge()[["claim", "configuration", "verdict", "our_value"]].astype(str).values.tolist()
+    assert before and after == before

@@ -8,7 +8,7 @@ import pytest
 from fedrepro.comm import get_compressor
 from fedrepro.comm.conventions import thesis_bits_from_ledger, thesis_ch4_cumulative_bits, thesis_message_bits
 from fedrepro.mtl.algorithms import log_grid, run_scheme
-from fedrepro.mtl.experiments import build_instance, crossing, make_compressor
+from fedrepro.mtl.experiments import build_instance, crossing
 from fedrepro.mtl.graph import Graph, erdos_renyi_connected
 from fedrepro.mtl.problems import QCQPProblem, constraint_gradient, edge_values, make_logistic
 from fedrepro.mtl.projection import project_ball, project_shrunk
@@ -169,6 +169,12 @@ def test_identity_compressor_equals_vanilla(feedback):
         np.testing.assert_allclose(xb, xa, rtol=1e-12, atol=1e-13)
         np.testing.assert_allclose(lb, la, rtol=1e-12, atol=1e-13)
     assert van.ledger.total_bits() == ide.ledger.total_bits()
+
+
+# The registry's schemes (config/papers/thesis.yaml fig4_1, k = 1): vanilla sends x~ itself (no compressor).
+def make_compressor(scheme: str, k: int):
+    spec = {"sign": ("sign", {"sign_of_zero": 0}), "topk": ("topk", {"k": k}), "sign_topk": ("sign_topk", {"k": k})}
+    return None if scheme == "vanilla" else get_compressor(spec[scheme][0], **spec[scheme][1])
 
 
 def test_first_message_uncompressed_and_topk_k1_equals_sign_topk_iterates():

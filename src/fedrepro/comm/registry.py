@@ -125,14 +125,23 @@ def available_compressors() -> list[str]:
     return sorted(set(COMPRESSORS) | {ep.name for ep in _entry_points()})
 
 
-def get_compressor(name: str, **params: Any) -> Compressor:
-    """A compressor by registry name; unknown names or parameters raise ValueError."""
+def _factory(name: str) -> Callable[..., Compressor]:
     if name not in COMPRESSORS and not _load_entry_point(name):
         close = difflib.get_close_matches(str(name), available_compressors(), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise ValueError(f"unknown compressor {name!r}{hint}; allowed names: {', '.join(available_compressors())}")
-    factory = COMPRESSORS[name]
-    allowed = [p for p in inspect.signature(factory).parameters if p != "self"]
+    return COMPRESSORS[name]
+
+
+def compressor_parameters(name: str) -> list[str]:
+    """The parameters the factory of `name` takes."""
+    return [p for p in inspect.signature(_factory(name)).parameters if p != "self"]
+
+
+def get_compressor(name: str, **params: Any) -> Compressor:
+    """A compressor by registry name; unknown names or parameters raise ValueError."""
+    factory = _factory(name)
+    allowed = compressor_parameters(name)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         raise ValueError(f"compressor {name!r} got unknown parameter(s) {unknown}; allowed parameters: {', '.join(allowed)}")

@@ -292,7 +292,11 @@ def _panel(ax, runs: pd.DataFrame, x: str, by: str, x_max_bits=None, title: str 
     epoch) is drawn to the edge and marked there, so every legend entry is visible."""
     c = cost_curves(runs, x_max_bits) if x == "cost" else curves(runs)
     x_max = float(c["x_max"].iloc[0]) if x == "cost" and "x_max" in c else None
-    for (comp, b), g in c.groupby(["compressor", "b"]):
+    groups = list(c.groupby(["compressor", "b"]))
+    if "comp_id" in runs:                  # legend in the registry's `methods:` order
+        rank = runs.groupby("compressor").comp_id.first()
+        groups.sort(key=lambda kv: (rank.get(kv[0][0], np.inf), kv[0][1]))
+    for (comp, b), g in groups:
         line_color = color(comp) if by == "compressor" else bits_color(b)
         xs = g[x if x == "cost" else "epoch"].to_numpy()
         ax.plot(xs, g["mean"], color=line_color, label=f"{label(comp)} (b = {b})", marker="o", ms=2.5)
@@ -389,11 +393,13 @@ def _by_cost_per_b(art):
 
 
 def _by_cost_per_compressor(art):
-    """Figures D.3, D.6: by cost, one panel per compressor with b in {2, 3, 4, 32} (titles: parameter `panels`)."""
+    """Figures D.3, D.6: by cost, one panel per compressor (every method run below 32 bits, in the registry's order)
+    with b in {2, 3, 4, 32} (titles: parameter `panels`, else the label)."""
     runs, s, ds = _one_dataset(art)
     titles = art.params.get("panels") or {}
+    compressed = s[s.b != 32].sort_values("comp_id").compressor.unique()
     panels = [(s[s.compressor.isin([c, "none"])], "cost", "b", _b2_budget(s), titles.get(c, label(c)))
-              for c in ("scalar", "vector", "topk")]
+              for c in compressed]
     return _figure(art, panels, 3, _summary(art, runs, s, ds))
 
 

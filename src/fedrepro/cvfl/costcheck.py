@@ -36,11 +36,12 @@ from fedrepro.cvfl import simulator, summaries
 PARAMETERS = {
     "t_comp_ms?": "float>=0",               # Table 5's compute time per round
     "setups": {"*": {"n_train": "int>=1", "B": "int>=1", "P": "int>=1", "M": "int>=1", "n_out": "int>=1"}},
+    "methods": {"*": "any"},               # the runs' methods (the same anchor): comp_id = position in this mapping
     "costs": [{
         "part": "str", "setup": "str", "decimals": "int>=0",
         "unit?": "MB|GB", "alg?": "1|2",
         "claim?": "str", "column?": "str",  # cells [keys..., epochs, runs] of the claim's paper_table
-        "source?": "str", "comp_id?": "int>=0<=3",   # without a claim: cells [b, epochs, runs, value]
+        "source?": "str", "comp_id?": "int>=0",   # without a claim: cells [b, epochs, runs, value]
         "cells": "list[list[float]]",
     }],
     "times": {"claim": "str", "setup": "str", "decimals": "int>=0",
@@ -52,7 +53,6 @@ PARAMETERS = {
 WORK = {"units": "1"}
 
 UNIT_BITS = {"MB": MIB_BITS, "GB": GIB_BITS}  # MB = 2^20 bytes, GB = 2^30 bytes (cvfl.md §3.5)
-COMP_NAME = {v: k for k, v in summaries.COMP_ID.items()}
 # How a cell of the paper's tables is named in the cost-check rows (column `label`): "Scalar b=2, Q=10", ...
 CELL_NAME = {"none": "No compression", "scalar": "Scalar", "vector": "Vector", "topk": "Top-k"}
 COLUMNS = ["part", "label", "source", "setup", "M", "alg", "comp_id", "compressor", "b", "Q", "t_c", "unit",
@@ -100,8 +100,8 @@ def _row(part, label, source, setup_name, setup, *, per_unit, derived, paper, de
             "on_grid": _grid_hit(lo, hi, grid) if grid else np.nan}
 
 
-def _cell_label(comp_id, b, Q=None, alg=None) -> str:
-    name = CELL_NAME[COMP_NAME[int(comp_id)]]
+def _cell_label(name, b, Q=None, alg=None) -> str:
+    name = CELL_NAME.get(name, name)
     out = f"{name} b={int(b)}"
     if Q is not None:
         out += f", Q={int(Q)}" + (" (Alg. 2)" if alg == 2 else "")
@@ -112,6 +112,7 @@ def cost_rows(params: dict, claims: dict) -> list[dict]:
     """Tables 2-4 and D.1 (printed numbers from the claims' paper tables) and Fig. 4 (the spec's [D] numbers)."""
     rows = []
     setups = params["setups"]
+    names = list(params["methods"])      # comp_id -> method name, the registry's order (as the runs number them)
     for entry in params["costs"]:
         setup = setups[entry["setup"]]
         unit, alg, part = entry.get("unit", "MB"), int(entry.get("alg", 1)), entry["part"]
@@ -127,10 +128,10 @@ def cost_rows(params: dict, claims: dict) -> list[dict]:
                                      f"{entry['claim']}'s paper_table")
                 k = dict(zip(keys, key))
                 comp_id, b, Q = int(k["comp_id"]), int(k["b"]), int(k.get("Q", 10))
-                rows.append(_row(part, _cell_label(comp_id, b, k.get("Q"), alg), source, entry["setup"], setup,
+                rows.append(_row(part, _cell_label(names[comp_id], b, k.get("Q"), alg), source, entry["setup"], setup,
                                  per_unit=epoch_cost(setup, b, alg, unit), derived=epochs, paper=printed[key],
                                  decimals=entry["decimals"], runs=runs, grid=1.0 / runs, unit=unit, alg=alg,
-                                 comp_id=comp_id, compressor=COMP_NAME[comp_id], b=b, Q=Q))
+                                 comp_id=comp_id, compressor=names[comp_id], b=b, Q=Q))
         else:  # the spec's own numbers: rows [b, epochs, runs, value]
             for b, epochs, runs, value in entry["cells"]:
                 comp_id = 0 if int(b) == 32 else int(entry.get("comp_id", 2))
@@ -139,7 +140,7 @@ def cost_rows(params: dict, claims: dict) -> list[dict]:
                                  per_unit=epoch_cost(setup, int(b), alg, unit), derived=float(epochs),
                                  paper=float(value), decimals=entry["decimals"], runs=int(runs),
                                  grid=1.0 / int(runs), unit=unit, alg=alg, comp_id=comp_id,
-                                 compressor=COMP_NAME[comp_id], b=int(b), Q=10))
+                                 compressor=names[comp_id], b=int(b), Q=10))
     return rows
 
 
@@ -161,7 +162,8 @@ def time_rows(params: dict, claims: dict) -> list[dict]:
     epochs = {int(Q): (float(e), int(r)) for Q, e, r in t["epochs"]}
     rounds = {Q: n_b * e for Q, (e, _) in epochs.items()}
     per_round = {key: float(summaries.simulated_time_s(1, key[1], key[0], t_comp)) for key in means}
-    vq3 = {"comp_id": 2, "compressor": "vector", "b": 3}   # Table 5 is VQ b = 3; Q = 1 is Algorithm 2 (A-13)
+    names = list(params["methods"])
+    vq3 = {"comp_id": names.index("vector"), "compressor": "vector", "b": 3}   # Table 5: VQ b = 3; Q = 1: Alg. 2 (A-13)
     rows = []
     for (tc, Q), paper in sorted(means.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         _, runs = epochs[int(Q)]

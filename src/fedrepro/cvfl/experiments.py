@@ -21,10 +21,10 @@ from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches, quadrant_crop_
 from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages
 from fedrepro.data.loaders import ImageIndex, load_image_index, load_images, load_multiview, load_timeseries
 from fedrepro.data.multiview import feature_blocks, image_quadrants, view_groups
+from fedrepro.methods import methods_of, select
 
 # What `run` reads (cvfl.yaml, every training experiment), checked when the registry loads; format:
-# fedrepro/paramspec.py.  A run is one (compressor, b, Q, M, alg, epochs): `compressors` x `bits`, and/or `runs`.
-_COMPRESSOR = "none|scalar|vector|topk"     # fedrepro.cvfl.simulator.COMPRESSORS
+# fedrepro/paramspec.py.  A run is one (method, b, Q, M, alg, epochs): the methods x `bits` grid, and/or `runs`.
 PARAMETERS = {
     "dataset": "mimic|cifar10|modelnet10|imagenet100",
     "B": "int>=1", "lr": "float>0", "P": "int>=1",
@@ -32,10 +32,14 @@ PARAMETERS = {
     "lr_drop_epoch?": "int>=1|null", "lr_drop?": "float>0|null",
     "n_seeds": "int>=1<=5",                 # the first n of the authors' five seeds
     "party?": "paper|quick",                # the paper's party networks or the small proxies
-    "compressors?": "list[none|scalar|vector|topk]",
-    "bits?": "list[int>=1<=32]",
-    "runs?": [{"compressor": _COMPRESSOR, "b": "int>=1<=32", "Q?": "int>=1", "M?": "int>=1", "alg?": "1|2",
-               "epochs?": "int>=1", "eval_every?": "int>=1"}],
+    # the compressors compared (fedrepro/methods.py), in order: name -> the embedding compressor, the server-model
+    # compressor (default: the embedding's) and a fixed b (no compression: 32); the run supplies b, range_mode,
+    # ratio = b/32 or k where a compressor takes them (fedrepro.cvfl.simulator.knobs).  The algorithm is a run's `alg`.
+    "methods": {"*": {"compressor": "partial_compressor", "server?": "partial_compressor", "b?": "int>=1<=32"}},
+    "compressors?": "list[method_name]",    # the methods of the grid (default: every method)
+    "bits?": "list[int>=1<=32]",            # the grid: each method at each b (a method with its own b: at that b)
+    "runs?": [{"compressor": "method_name", "b": "int>=1<=32", "Q?": "int>=1", "M?": "int>=1", "alg?": "1|2",
+               "epochs?": "int>=1", "eval_every?": "int>=1"}],   # compressor: a method's name
     "n_train?": "int>=1|null", "n_test?": "int>=1|null",
     "train_fraction?": "float>0<=1|null",   # ModelNet10: a random fraction of the training pool (A-25)
     "subset_per_seed?": "bool", "data_seed?": "int>=0",
@@ -206,15 +210,17 @@ def make_parties(dataset: str, p: dict, M: int, data: dict) -> tuple[torch.nn.Mo
 
 
 def expand_grid(p: dict) -> list[dict]:
-    """The run configurations of an experiment: `compressors` x `bits` (+ none at b=32) and/or `runs`."""
-    out = []
-    if p.get("compressors"):
-        for comp in p["compressors"]:
-            for b in ([32] if comp == "none" else p["bits"]):
-                out.append({"compressor": comp, "b": b})
+    """The run configurations of an experiment: the methods (those of `compressors`, if given) x `bits` (a method
+    with its own `b` once, at that b), then the explicit `runs`; each names its method in `compressor`."""
+    methods = {m.name: m for m in methods_of(p)}
+    grid = [] if not p.get("bits") else select(list(methods.values()), p.get("compressors"))
+    out = [{"compressor": m.name, "b": b} for m in grid for b in ([m.get("b")] if m.get("b") else p["bits"])]
     for r in p.get("runs") or []:
         out.append(dict(r))
     for r in out:
+        if r["compressor"] not in methods:
+            raise ValueError(f"run {r}: compressor {r['compressor']!r} is not a method of this experiment "
+                             f"(methods: {', '.join(methods)})")
         for k in ("Q", "M", "alg", "epochs"):
             r.setdefault(k, p.get(k, {"Q": 10, "M": 4, "alg": 1}.get(k)))
     return out
@@ -234,8 +240,10 @@ def run_one(dataset: str, data_path: str, p: dict, run: dict, seed: int, *, devi
     parties, P = make_parties(dataset, p, M, data)
     parties = parties.to(device)
     n_out = data["n_out"]
+    method = {m.name: m for m in methods_of(p)}[run["compressor"]]
     cfg = CvflConfig(M=M, Q=int(run["Q"]), B=int(p["B"]), epochs=int(run["epochs"]), lr=float(p["lr"]),
-                     lr_drop_epoch=p.get("lr_drop_epoch"), lr_drop=p.get("lr_drop"), compressor=run["compressor"],
+                     lr_drop_epoch=p.get("lr_drop_epoch"), lr_drop=p.get("lr_drop"), method=method.name,
+                     embedding=method.compressor, server=method.get("server"),
                      b=int(run["b"]), alg=int(run["alg"]), theta0_code=M * P * max(n_out, 2),
                      eval_train=bool(p.get("eval_train", True)), eval_every=int(run.get("eval_every", p.get("eval_every", 1))),
                      eval_batch_stats=bool(p.get("eval_batch_stats", False)),
@@ -246,7 +254,7 @@ def run_one(dataset: str, data_path: str, p: dict, run: dict, seed: int, *, devi
     res = trainer.fit_sources(train, test, train_eval)
     wall = time.perf_counter() - t0
     n, n_b = train.n, len(train)
-    rows = [{"dataset": dataset, "compressor": run["compressor"], "b": int(run["b"]), "Q": cfg.Q, "M": M,
+    rows = [{"dataset": dataset, "compressor": method.name, "comp_id": method.index, "b": int(run["b"]), "Q": cfg.Q, "M": M,
              "alg": cfg.alg, "seed": seed, "n_b": n_b, **r} for r in res.rows]
     return rows, {"status": data["status"], "wall": wall, "n_b": n_b, "P": P, "N_train": n}
 

@@ -17,16 +17,17 @@ fixed order (A-1) and ImageNet-100 quadrants streamed from an image folder use t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 from torch.nn import functional as F
 
-from fedrepro.comm import BitLedger, StaleCopy, get_compressor
+from fedrepro.comm import BitLedger, Identity, StaleCopy
 from fedrepro.comm.conventions import cvfl_epoch_bits, cvfl_round_bits_text, cvfl_topk_k
 from fedrepro.cvfl.sources import BatchSource, TensorBatches
+from fedrepro.methods import build_compressor
 
-COMPRESSORS = ("none", "scalar", "vector", "topk")
 EVAL_CHUNK = 1000                       # samples per evaluation forward pass of in-memory data
 
 
@@ -44,7 +45,9 @@ class CvflConfig:
     lr: float = 0.01
     lr_drop_epoch: int | None = None    # ImageNet: lr -> lr_drop after this many epochs (§5.A.4)
     lr_drop: float | None = None
-    compressor: str = "none"            # none | scalar | vector | topk
+    method: str = "none"                # the method's name (registry `methods:`), for the logs
+    embedding: Any = "identity"         # the embedding compressor: a fedrepro.comm name or {name, parameters}
+    server: Any = None                  # the server-model compressor (None: the embedding's spec)
     b: int = 32
     alg: int = 1                        # 1: Algorithm 1; 2: Algorithm 2 (Q must be 1)
     range_mode: str = "max_norm"        # quantizer range: "fixed" [-1, 1] (MIMIC) or "max_norm" (§3.4.1)
@@ -69,19 +72,20 @@ class RunResult:
     ledger: BitLedger | None = None
 
 
+def knobs(cfg: CvflConfig, P: int) -> dict:
+    """What a run offers its compressors (fedrepro.methods.build_compressor), where a factory takes the parameter and
+    the method's spec leaves it out, in this order: the bits per entry `b` and the quantizers' `range_mode` (§3.4.1-2),
+    a sparsifier's `ratio` = b/32 (the server-model top-k, §3.4.4) or else `k` = the columns the authors' code keeps
+    at b bits (§3.4.3, `cvfl_topk_k`)."""
+    return {"b": cfg.b, "range_mode": cfg.range_mode, "ratio": cfg.b / 32, "k": cvfl_topk_k(P, cfg.b, cfg.topk_flavor)}
+
+
 def make_compressor(cfg: CvflConfig, P: int):
-    """The embedding compressor and the server-model compressor of a configuration (§3.3-3.4)."""
-    if cfg.compressor == "none":
-        ident = get_compressor("identity")
-        return ident, ident
-    if cfg.compressor in ("scalar", "vector"):
-        name = "cvfl_scalar" if cfg.compressor == "scalar" else "cvfl_vector"
-        c = get_compressor(name, b=cfg.b, range_mode=cfg.range_mode)
-        return c, c
-    if cfg.compressor == "topk":
-        k = cvfl_topk_k(P, cfg.b, cfg.topk_flavor)
-        return get_compressor("cvfl_topk_columns", k=k), get_compressor("topk", ratio=cfg.b / 32)
-    raise ValueError(f"compressor must be one of {', '.join(COMPRESSORS)}; got {cfg.compressor!r}")
+    """The embedding compressor and the server-model compressor of a run (§3.3-3.4), from the method's specs."""
+    offered = knobs(cfg, P)
+    emb = build_compressor(cfg.embedding, offered)
+    srv = emb if cfg.server is None else build_compressor(cfg.server, offered)
+    return emb, srv
 
 
 def run_epoch_bits(cfg: CvflConfig, n_train: int, P: int, n_out: int) -> int:
@@ -129,6 +133,7 @@ class CvflTrainer:
         self.W = W.to(device).requires_grad_()
         self.bias = bias.to(device).requires_grad_()
         self.emb_comp, self.srv_comp = make_compressor(cfg, P)
+        self.ranked = "scores" in self.emb_comp.context_keys   # selection by the previous gradient (top-k, A-27)
         self.stale = StaleCopy(self.emb_comp)
         self.dither = torch.Generator(device=device).manual_seed(seed + 7919)   # shared by sender and receiver (A-7)
         self.scores = None                      # top-k selection signal per party (M, P); None: first round (A-10)
@@ -142,7 +147,7 @@ class CvflTrainer:
     def _compress_server(self):
         """C_0(θ_0^{t0}): a frozen compressed copy, per tensor (§3.4.4). Returns (W, b, bits)."""
         W, b = self.W.detach(), self.bias.detach()
-        if self.cfg.compressor == "none":
+        if isinstance(self.srv_comp, Identity):
             return W.clone(), b.clone(), 32 * (W.numel() + b.numel())
         if self.cfg.server_compress == "kernel":     # MIMIC: kernel only, bias exact (not charged)
             out = self.srv_comp(W, self.dither, batched=False)
@@ -167,7 +172,7 @@ class CvflTrainer:
         c, M, P = self.cfg, self.cfg.M, self.P
         Bn = yb.shape[0]
         H = self.parties(xb)            # q = 0's forward; its values are the round-start embeddings H0 as well
-        ctx = {"scores": self.scores} if c.compressor == "topk" else {}
+        ctx = {"scores": self.scores} if self.ranked else {}
         out = self.stale.refresh(H.detach(), self.dither, **ctx)
         Hc = self.stale.value.detach()
         Wc, bc, srv_bits = self._compress_server()
@@ -177,12 +182,12 @@ class CvflTrainer:
         self.ledger.record("down", np.full(M, down, dtype=np.int64), step=self.round)
         eye = torch.eye(M, dtype=torch.bool, device=xb.device)[:, :, None, None]
         params = list(self.parties.parameters())
-        need_kernel = c.compressor == "topk" and c.topk_signal == "server_kernel"
+        need_kernel = self.ranked and c.topk_signal == "server_kernel"
         first_loss = None
         for q in range(c.Q):
             if q > 0:
                 H = self.parties(xb)
-            if c.compressor == "topk" and q == c.Q - 1:
+            if self.ranked and q == c.Q - 1:
                 H.retain_grad()
             V = torch.where(eye, H[:, None], Hc[None])                       # V[m, j]: party m's view of block j
             Z = V.permute(0, 2, 1, 3).reshape(M, Bn, M * P)
@@ -196,7 +201,7 @@ class CvflTrainer:
             if first_loss is None:
                 first_loss = float(losses[0].detach())
             losses.sum().backward()
-            if c.compressor == "topk" and q == c.Q - 1:                      # selection signal for the next round
+            if self.ranked and q == c.Q - 1:                      # selection signal for the next round
                 if c.topk_signal == "server_kernel":
                     g = Wv.grad                                              # (M, C, M·P)
                     self.scores = torch.stack([g[m, :, m * P:(m + 1) * P].abs().sum(0) for m in range(M)]).detach()
@@ -216,7 +221,7 @@ class CvflTrainer:
         c, M, P = self.cfg, self.cfg.M, self.P
         Bn = yb.shape[0]
         H = self.parties(xb)
-        ctx = {"scores": self.scores} if c.compressor == "topk" else {}
+        ctx = {"scores": self.scores} if self.ranked else {}
         out = self.stale.refresh(H.detach(), self.dither, **ctx)
         Hc = self.stale.value.detach().clone().requires_grad_()
         self.ledger.record("up", out, step=self.round)
@@ -224,7 +229,7 @@ class CvflTrainer:
         loss = _loss(self.server_logits(z), yb, c.task)
         loss.backward()
         g = Hc.grad
-        if c.compressor == "topk":
+        if self.ranked:
             self.scores = g.sum(1).detach()
         self.ledger.record("down", np.full(M, c.b * Bn * P, dtype=np.int64), step=self.round)  # gradients, b bits (A-12)
         H.backward(g)

@@ -7,6 +7,9 @@ The metric is the run rows' ``test_metric`` (F1 or top-1 accuracy), except Image
 - cost to target: per seed, the first evaluated epoch whose metric >= target, times the per-epoch cost of
   the paper's formula (bits_table); "–" (NaN) when any seed never reaches it (A-23), with the reached count;
 - Table 5: time = rounds to target x (Q t_comp + t_c), t_comp = 10 ms (A-14).
+
+A compressor's `comp_id` is its method's position in the experiment's `methods:` (the run rows carry it), so the
+tables and claims key on the registry's order and a new method gets the next id.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-COMP_ID = {"none": 0, "scalar": 1, "vector": 2, "topk": 3}
 UNITS = {"mimic": ("MB", 8 * 2**20), "cifar10": ("GB", 8 * 2**30), "modelnet10": ("MB", 8 * 2**20),
          "imagenet100": ("GB", 8 * 2**30)}
 METRIC = {"mimic": "test F1", "cifar10": "test accuracy (%)", "modelnet10": "test accuracy (%)",
@@ -70,7 +72,7 @@ def summary_table(runs: pd.DataFrame, target: float, *, max_epoch: dict | None =
             rounds.append(hit.rounds.iloc[0] if len(hit) else np.nan)
         costs, rounds = np.array(costs, float), np.array(rounds, float)
         reached = int(np.isfinite(costs).sum())
-        rows.append({**d, "comp_id": COMP_ID[d["compressor"]], "seeds": len(costs), "reached": reached,
+        rows.append({**d, "comp_id": int(g.comp_id.iloc[0]), "seeds": len(costs), "reached": reached,
                      "max_metric": float(mean[e_star]), "max_std": float(std[e_star]), "max_epoch": e_star,
                      "cost": float(costs.mean()) if reached == len(costs) else np.nan,
                      "cost_std": float(costs.std()) if reached == len(costs) else np.nan,

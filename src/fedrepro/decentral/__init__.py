@@ -14,7 +14,7 @@ Fig. 3.1-3.4 runs), figures (the figures' data: curves, bits/rounds/time to targ
 import importlib
 
 # Exported lazily: the engine imports torch, which the figure notebooks do not need.
-_EXPORTS = {"DecentralEngine": "engine", "EngineConfig": "engine", "method_config": "engine",
+_EXPORTS = {"DecentralEngine": "engine", "EngineConfig": "engine", "algorithm_config": "engine",
             **{name: "topology" for name in ("Topology", "complete", "erdos_renyi", "make_topology", "ring",
                                              "spectral_gap", "torus")}}
 
@@ -25,5 +25,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'fedrepro.decentral' has no attribute {name!r}")
 
 
-__all__ = ["DecentralEngine", "EngineConfig", "method_config", "Topology", "complete", "erdos_renyi",
+__all__ = ["DecentralEngine", "EngineConfig", "algorithm_config", "Topology", "complete", "erdos_renyi",
            "make_topology", "ring", "spectral_gap", "torus"]

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.decentral.figures import figure_data, trigger_sweep_data
+from fedrepro.methods import compressor_spec
 from fedrepro.plotting import apply_style, color, label, markdown_table
 
 # (x column, y column, log x, panel title) per figure; Fig. 3.3 has its own layout (`fig3_3`).
@@ -160,8 +161,19 @@ def method_gammas(art, configuration: str) -> dict[str, float]:
     runs = figure_runs(art)
     runs = runs[runs["configuration"] == configuration]
     if "gamma" not in runs:
-        return dict(run_params_of(art, configuration).get("gamma", {}))
+        return {name: 1.0 if m.get("algorithm") == "dsgd" else float(m.get("gamma", 1.0))
+                for name, m in run_params_of(art, configuration)["methods"].items()}
     return {m: float(g["gamma"].iloc[0]) for m, g in runs.groupby("method", sort=False)}
+
+
+def _compression(spec) -> str:
+    """A compressor spec in words: 'sign_topk, k = 10 coordinates' or 'sign_topk, top 1 % of each tensor'."""
+    name, params = compressor_spec(spec)
+    if "k" in params:
+        return f"{label(name)} with k = {params['k']} coordinates"
+    if "ratio" in params:
+        return f"{label(name)} with the top {100 * params['ratio']:g} % of each tensor"
+    return label(name)
 
 
 def describe_run(art):
@@ -171,14 +183,15 @@ def describe_run(art):
     conf = shown(art)
     p = run_params_of(art, conf)
     derived = (art.params.get("derived") or {}).get(conf)
-    compression = f"k = {p['k']} coordinates" if "k" in p else f"top {100 * p['ratio']:g} % of each tensor"
+    compression = ", ".join(_compression(m.get("compressor")) for m in p["methods"].values()
+                            if m.get("algorithm") == "squarm") or "none"
     gammas = ", ".join(f"{label(m)} {g:g}" for m, g in method_gammas(art, conf).items())
     how = ("chosen on the whole run from the fig3_4_gamma grid (ch3:A-10)" if derived else
            "tuned by A-10 in the run" if p.get("tune_gamma") else "fixed")
     reference = derived["trigger_reference"] if derived else p.get("trigger_reference", "copy")
     lines = [f"**What we ran** (configuration `{conf}`, scale `{art.scale}`; from the run parameters):",
              f"- {run_sizes(p)}; {PARTITION_TEXT.get(p['partition'], p['partition'])} (ch3:A-45)",
-             f"- SQuARM-SGD: H = {p['H']} local steps, Sign∘TopK with {compression}, trigger `{p['trigger']['kind']}` "
+             f"- SQuARM-SGD: H = {p['H']} local steps, {compression}, trigger `{p['trigger']['kind']}` "
              f"(c₀ = {p['trigger']['c0']:g}) measured against {REFERENCE_TEXT.get(reference, reference)} "
              f"(ch3:A-trigger-ref); methods: {', '.join(label(m) for m in p['methods'])}",
              f"- consensus step size γ ({how}): {gammas}"]

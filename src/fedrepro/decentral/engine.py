@@ -48,32 +48,33 @@ class EngineConfig:
         return asdict(self)
 
 
-METHODS = {
-    # name: (compressor, H, uses trigger, gamma default)
-    "squarm": dict(compressor="sign_topk", H=5, trigger=True),
-    "squarm_noet": dict(compressor="sign_topk", H=1, trigger=False),
-    "choco_sign": dict(compressor="sign", H=1, trigger=False),
-    "choco_topk": dict(compressor="topk", H=1, trigger=False),
-    "vanilla": dict(compressor="identity", H=1, trigger=False, gamma=1.0),
+# The engine's algorithms (a registry method's `algorithm:`); the compressor is data (fedrepro/methods.py).
+ALGORITHMS = {
+    "squarm": "SQuARM-SGD: H local steps, event-triggered at sync rounds (threshold c_t)",
+    "choco": "CHOCO-SGD: H = 1, no trigger",
+    "dsgd": "vanilla decentralized SGD: H = 1, no trigger, the identity and gamma = 1 (A-13)",
 }
 
 
-def method_config(method: str, *, gamma: float, beta: float = 0.9, k: int | None = None, ratio: float | None = None,
-                  H: int | None = None, weight_decay: float = 0.0, lr_correction: bool = True, **extra) -> EngineConfig:
-    """EngineConfig of a named method of spec §3.2 (all special cases of Algorithm 1)."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-    m = METHODS[method]
-    comp = m["compressor"]
-    params = {}
-    per_tensor = None
-    if comp in ("topk", "sign_topk"):
-        if k is not None:
-            params = {"k": int(k)}
-        else:
-            per_tensor = float(ratio if ratio is not None else 0.01)
-    return EngineConfig(compressor=comp, compressor_params=params, per_tensor_ratio=per_tensor,
-                        H=int(H if H is not None else m["H"]), gamma=float(m.get("gamma", gamma)), beta=beta,
+def algorithm_config(algorithm: str, compressor=None, *, gamma: float, H: int | None = None, beta: float = 0.9,
+                     weight_decay: float = 0.0, lr_correction: bool = True, **extra) -> EngineConfig:
+    """EngineConfig of one of the ALGORITHMS (all special cases of Algorithm 1) with a compressor spec (a
+    fedrepro.comm name or {name, parameters}; a sparsifier's `ratio` gives each tensor segment its own k, A-14).
+    `H` is SQuARM's; CHOCO and DSGD sync every step."""
+    from fedrepro.methods import compressor_spec
+
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
+    if algorithm == "dsgd":
+        if compressor not in (None, "identity"):
+            raise ValueError(f"algorithm dsgd sends the iterates uncompressed; got compressor {compressor!r} "
+                             f"(use algorithm choco with a compressor)")
+        gamma = 1.0
+    if algorithm == "squarm" and H is None:
+        raise ValueError("algorithm squarm needs H, its number of local steps")
+    name, params = compressor_spec(compressor)
+    return EngineConfig(compressor=name, compressor_params=params,
+                        H=int(H) if algorithm == "squarm" else 1, gamma=float(gamma), beta=beta,
                         weight_decay=weight_decay, lr_correction=lr_correction, **extra)
 
 

@@ -18,9 +18,10 @@ import torch
 
 from fedrepro.comm.conventions import thesis_bits_per_step
 from fedrepro.decentral.conventions import CONVENTIONS
-from fedrepro.decentral.engine import DecentralEngine, method_config
+from fedrepro.decentral.engine import ALGORITHMS, DecentralEngine, algorithm_config
 from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
+from fedrepro.methods import Method, methods_of
 from fedrepro.runtime import compute_clock, rng_stream
 
 # What `run` reads (thesis.yaml fig3_1 ... fig3_4_trigger), checked when the registry loads; format:
@@ -38,7 +39,7 @@ PARAMETERS = {
     "eval_every?": "int>=1", "eval_every_epochs?": "float>0",
     "train_eval?": "int>=1|null", "test_eval?": "int>=1|null",
     "augment?": "bool",
-    "H": "int>=1",                          # SQuARM local steps
+    "H": "int>=1",                          # SQuARM local steps (a method's own H wins)
     "lr": {"kind?": "inverse|constant|warmup_piecewise", "a?": "float", "b?": "float", "value?": "float>0",
            "base?": "float>0", "warmup_epochs?": "float>=0", "start?": "float>=0", "milestones?": "list[float>=0]",
            "factor?": "float>0", "mode?": "linear|choco_scaleup", "scaleup?": "float>0"},
@@ -49,10 +50,11 @@ PARAMETERS = {
     "trigger_calibrate?": "bool",           # A-22: rescale the schedule from one epoch's drift
     "trigger_scale?": "float>=0",
     "trigger_scales?": "list[float>=0]",    # one SQuARM run per threshold scale (the sweep)
-    "k?": "int>=1", "ratio?": "float>0<=1",  # Top-k entries, or the fraction of each tensor
-    "methods": "list[squarm|squarm_noet|choco_sign|choco_topk|vanilla]",     # fedrepro.decentral.engine.METHODS
-    "gamma?": {"squarm?": "float>0", "squarm_noet?": "float>0", "choco_sign?": "float>0", "choco_topk?": "float>0",
-               "vanilla?": "float>0"},
+    # the methods, in order (fedrepro/methods.py): an algorithm of fedrepro.decentral.engine.ALGORITHMS, any
+    # fedrepro.comm compressor (a sparsifier's `ratio`: that fraction of each tensor, A-14), the consensus step size
+    # gamma (used where it is not tuned; dsgd: 1) and SQuARM's local steps H (default: the top-level H)
+    "methods": {"*": {"algorithm": "squarm|choco|dsgd", "compressor?": "compressor", "gamma?": "float>0",
+                      "H?": "int>=1"}},
     "tune_gamma?": "bool", "gamma_grid?": "list[float>0]", "tune_frac?": "float>0<=1",
     "gamma_grid_runs?": "bool",             # ch3:A-10: run every gamma of the grid over the whole horizon
     "trigger_references?": "list[copy|last_sent]",  # ch3:A-trigger-ref: one run per trigger reference
@@ -303,25 +305,31 @@ class ImageFolderTask:
         return {"test_acc": acc, "test_error": 1.0 - acc, "train_loss": loss}
 
 
-def build_engine(params: dict, method: str, task, seed: int, gamma: float | None = None, T: int | None = None,
+def methods(params: dict) -> list[Method]:
+    """The configuration's methods, in the registry's order."""
+    return methods_of(params, algorithms=ALGORITHMS)
+
+
+def build_engine(params: dict, method: Method, task, seed: int, gamma: float | None = None,
                  threshold_scale: float = 1.0) -> DecentralEngine:
     n = int(params["n"])
     topo = make_topology(params.get("topology", "ring"), n, rng=rng_stream(seed, "decentral", "topology"))
     ipe = int(params.get("iters_per_epoch", 1))
-    g = gamma if gamma is not None else float(params["gamma"][method])
-    cfg = method_config(method, gamma=g, beta=float(params.get("beta", 0.9)), k=params.get("k"),
-                        ratio=params.get("ratio"), H=int(params["H"]) if method == "squarm" else None,
-                        weight_decay=float(params.get("weight_decay", 0.0)),
-                        lr_correction=bool(params.get("lr_correction", True)),
-                        trigger_reference=str(params.get("trigger_reference", "copy")))
+    triggered = method.algorithm == "squarm"
+    g = gamma if gamma is not None else float(method.get("gamma", 1.0))
+    cfg = algorithm_config(method.algorithm, method.compressor, gamma=g, beta=float(params.get("beta", 0.9)),
+                           H=int(method.get("H", params["H"])) if triggered else None,
+                           weight_decay=float(params.get("weight_decay", 0.0)),
+                           lr_correction=bool(params.get("lr_correction", True)),
+                           trigger_reference=str(params.get("trigger_reference", "copy")))
     thr = make_threshold(params.get("trigger"), ipe, scale=threshold_scale * float(params.get("trigger_scale", 1.0))) \
-        if method == "squarm" else None
+        if triggered else None
     x0 = task.x0()
     return DecentralEngine(topo.W, x0, cfg, make_lr(params["lr"], ipe), thr, segments=task.segments,
-                           generator=_torch_gen(seed, "decentral", method, "compressor", device=x0.device))
+                           generator=_torch_gen(seed, "decentral", method.name, "compressor", device=x0.device))
 
 
-def tune_gamma(params: dict, method: str, make_task, seed: int, log=print) -> tuple[float, dict]:
+def tune_gamma(params: dict, method: Method, make_task, seed: int, log=print) -> tuple[float, dict]:
     """A-10: the γ of the grid with the lowest training loss of the averaged model after `tune_frac` of the run."""
     grid = [float(g) for g in params["gamma_grid"]]
     T = max(1, int(round(float(params.get("tune_frac", 0.1)) * int(params["T"]))))
@@ -333,12 +341,12 @@ def tune_gamma(params: dict, method: str, make_task, seed: int, log=print) -> tu
             eng.step(task.grad)
         loss = task.evaluate(eng.mean_model())["train_loss"]
         losses[g] = loss if np.isfinite(loss) else float("inf")
-        log(f"  gamma tuning {method}: gamma={g:g} train loss {loss:.4g} after {T} it")
+        log(f"  gamma tuning {method.name}: gamma={g:g} train loss {loss:.4g} after {T} it")
     best = min(losses, key=losses.get)
     return best, losses
 
 
-def run_method(params: dict, method: str, task, seed: int, gamma: float, log=print) -> tuple[pd.DataFrame, dict]:
+def run_method(params: dict, method: Method, task, seed: int, gamma: float, log=print) -> tuple[pd.DataFrame, dict]:
     T = int(params["T"])
     every = int(params.get("eval_every", 20))
     eng = build_engine(params, method, task, seed, gamma=gamma)
@@ -363,7 +371,7 @@ def run_method(params: dict, method: str, task, seed: int, gamma: float, log=pri
         if (t + 1) % every == 0 or t + 1 == T:
             snapshot(t + 1)
             if not np.isfinite(recs[-1]["train_loss"]):
-                log(f"  {method}: diverged at t={t + 1}")
+                log(f"  {method.name}: diverged at t={t + 1}")
                 break
     wall = time.perf_counter() - t0
     frame = pd.DataFrame(recs)
@@ -376,11 +384,11 @@ def run_method(params: dict, method: str, task, seed: int, gamma: float, log=pri
             frame[f"bits_{conv}"] = np.where(pos > 0, cum[np.maximum(pos - 1, 0)], 0)
         else:
             frame[f"bits_{conv}"] = 0
-    facts = {"method": method, "gamma": gamma, "seconds": round(wall, 3), "seconds_per_iter": compute / max(1, T),
+    facts = {"method": method.name, "gamma": gamma, "seconds": round(wall, 3), "seconds_per_iter": compute / max(1, T),
              "trigger_rate": eng.trigger_rate(), "rounds": eng.rounds, "syncs": eng.n_sync}
     frame["seconds_per_iter"] = facts["seconds_per_iter"]
     frame["gamma"] = gamma
-    log(f"  {method}: gamma={gamma:g}, {T} it in {wall:.1f} s ({T / wall:.0f} it/s), final test error "
+    log(f"  {method.name}: gamma={gamma:g}, {T} it in {wall:.1f} s ({T / wall:.0f} it/s), final test error "
         f"{recs[-1]['test_error']:.4f}, trigger rate {eng.trigger_rate():.3f}, bits {recs[-1]['bits_B32']:.3g}")
     return frame, facts
 
@@ -412,23 +420,26 @@ def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, di
     configuration's own threshold, and used for every variant."""
     seeds = [int(params["seed"]) + i for i in range(int(params.get("seeds", 1)))]
     frames, facts = [], {"runs": [], "gamma_tuning": {}}
-    if params.get("trigger_calibrate") and "squarm" in params["methods"]:
-        cal = calibrate_trigger(params, make_task, seeds[0], log)
+    squarm = [m for m in methods(params) if m.algorithm == "squarm"]
+    if params.get("trigger_calibrate") and squarm:
+        cal = calibrate_trigger(params, squarm[0], make_task, seeds[0], log)
         params = dict(params, trigger_scale=cal["scale"])
         facts["trigger_calibration"] = cal
     sweep = params.get("trigger_scales")
     references = params.get("trigger_references")
     base_scale = float(params.get("trigger_scale", 1.0))
-    for method in params["methods"]:
-        gamma = float(params["gamma"].get(method, 1.0)) if isinstance(params.get("gamma"), dict) else 1.0
-        if params.get("gamma_grid_runs") and method != "vanilla":
+    for method in methods(params):
+        gamma = 1.0 if method.algorithm == "dsgd" else float(method.get("gamma", 1.0))
+        tuned = method.algorithm != "dsgd"          # DSGD's gamma is 1 (A-13)
+        if params.get("gamma_grid_runs") and tuned:
             gammas = [float(g) for g in params["gamma_grid"]]
         else:
-            if params.get("tune_gamma") and method != "vanilla":
+            if params.get("tune_gamma") and tuned:
                 gamma, losses = tune_gamma(params, method, lambda: make_task(seeds[0]), seeds[0], log)
-                facts["gamma_tuning"][method] = {"chosen": gamma, "losses": {str(k): v for k, v in losses.items()}}
+                facts["gamma_tuning"][method.name] = {"chosen": gamma,
+                                                      "losses": {str(k): v for k, v in losses.items()}}
             gammas = [gamma]
-        triggered = method == "squarm"
+        triggered = method.algorithm == "squarm"
         scales = [float(s) for s in sweep] if sweep is not None and triggered else [None]
         refs = [str(r) for r in references] if references is not None and triggered else [None]
         for ref in refs:
@@ -436,13 +447,13 @@ def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, di
                 p = params if scale is None else dict(params, trigger_scale=base_scale * scale)
                 p = p if ref is None else dict(p, trigger_reference=ref)
                 if scale is not None or ref is not None:
-                    log(f"  {method}: " + ", ".join(
+                    log(f"  {method.name}: " + ", ".join(
                         ([f"threshold scale {scale:g} (c_t x {base_scale * scale:g})"] if scale is not None else [])
                         + ([f"trigger reference {ref}"] if ref is not None else [])))
                 for g in gammas:
                     for seed in seeds:
                         frame, f = run_method(p, method, make_task(seed), seed, g, log)
-                        long = to_long(frame, method, seed)
+                        long = to_long(frame, method.name, seed)
                         if scale is not None:
                             long.insert(2, "trigger_scale", scale)
                             f = {**f, "trigger_scale": scale}
@@ -522,14 +533,14 @@ def prepare_params(params: dict, info: dict) -> dict:
     return p
 
 
-def calibrate_trigger(params: dict, make_task, seed: int, log=print) -> dict:
-    """A-22: one epoch of SQuARM with c = 0; c_init = the 30th percentile of ‖e_i‖²/η² at sync rounds (the forced
+def calibrate_trigger(params: dict, method: Method, make_task, seed: int, log=print) -> dict:
+    """A-22: one epoch of the SQuARM `method` with c = 0; c_init = the 30th percentile of ‖e_i‖²/η² at sync rounds (the forced
     first round excluded); the schedule is rescaled so that its initial value is c_init."""
     task = make_task(seed)
     p = dict(params, trigger={"kind": "none"})
-    eng = build_engine(p, "squarm", task, seed, gamma=float(params["gamma"]["squarm"]))
+    eng = build_engine(p, method, task, seed)
     ratios = []
-    for _ in range(max(int(params.get("iters_per_epoch", 1)), 2 * int(params["H"]))):
+    for _ in range(max(int(params.get("iters_per_epoch", 1)), 2 * eng.cfg.H)):
         info = eng.step(task.grad)
         if info["sync"] and eng.n_sync > 1:
             ratios.append(info["sq_drift"] / info["eta"] ** 2)
@@ -556,4 +567,4 @@ def run(ctx):
                             "runs": facts["runs"], "gamma_tuning": facts["gamma_tuning"],
                             "trigger_calibration": facts.get("trigger_calibration"), "data_status": status,
                             "streams": "rng_stream(seed, 'decentral', name), name in partition, minibatch, "
-                                       "train_eval, topology, <method>/compressor"})
+                                       "train_eval, topology, <method name>/compressor"})

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -32,6 +33,7 @@ from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
 from fedrepro.comm.conventions import gcca_bpv_from_ledger
 from fedrepro.gcca.objective import maxvar_objective, polar
 from fedrepro.gcca.views import sample_rows
+from fedrepro.methods import build_compressor, compressor_spec
 
 
 class StackedLinear(torch.nn.Module):
@@ -104,6 +106,7 @@ class DeepConfig:
     batch: int = 1000
     lr: float = 1e-3
     q: int | None = None  # None: AltMaxVar-Deep (identity compressor)
+    compressor: Any = None  # any fedrepro.comm compressor spec in CuteMaxVar's place (overrides q)
     optimizer: str = "adam"  # adam | sgd (sgd: lr may be per view, for the linear check)
     loss_form: str = "sq"  # sq: 1/(2|F|) ||.||_F^2 (A-8); nonsq: 1/(2|F|) ||.||_F (the authors' code)
     inner_unit: str = "steps"  # steps | epochs (A-29)
@@ -112,9 +115,17 @@ class DeepConfig:
     batch_norm: bool = True
     dtype: str = "float32"
 
+    def compressor_spec(self):
+        """The compressor of both links: `compressor` if given, else CuteMaxVar(q), or the identity (AltMaxVar)."""
+        if self.compressor is not None:
+            return self.compressor
+        return "identity" if self.q is None else {"name": "cutemaxvar", "q": self.q}
+
     @property
     def method(self) -> str:
-        return "altmaxvar" if self.q is None else "cutemaxvar"
+        """altmaxvar (identity), cutemaxvar, or the name of the compressor that replaces CuteMaxVar's."""
+        name = compressor_spec(self.compressor_spec())[0]
+        return "altmaxvar" if name == "identity" else name
 
 
 @dataclass
@@ -182,7 +193,7 @@ def run_deep(X: np.ndarray, cfg: DeepConfig, rng_sgd: np.random.Generator, rng_c
     B = min(int(cfg.batch), J)
     steps_per_iter = cfg.T if cfg.inner_unit == "steps" else cfg.T * max(1, J // B)
     identity = get_compressor("identity")
-    comp = identity if cfg.q is None else get_compressor("cutemaxvar", q=cfg.q)
+    comp = build_compressor(cfg.compressor_spec())
     up, down = TrackedCopy(comp), TrackedCopy(comp, batched=False)
     ledger = BitLedger(I)
     view_idx = torch.arange(I, device=device)[:, None]

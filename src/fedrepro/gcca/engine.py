@@ -19,6 +19,7 @@ time (fedrepro.runtime.compute_clock): the clock of an idle single-threaded mach
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
 from fedrepro.comm.conventions import gcca_bpv_from_ledger
 from fedrepro.gcca.objective import maxvar_objective, polar
 from fedrepro.gcca.views import _Views, sample_rows
+from fedrepro.methods import build_compressor, compressor_spec
 from fedrepro.runtime import compute_clock
 
 _timer = compute_clock()  # CPU time: the timing columns must not change with the machine's load (runtime.compute_clock)
@@ -38,13 +40,22 @@ class EngineConfig:
     T: int = 10
     batch: int | None = None  # SGD minibatch size; None (or >= J): full gradient
     q: int | None = None  # bits per entry of CuteMaxVar's compressor; None: AltMaxVar (identity, 32 bits)
+    compressor: Any = None  # any fedrepro.comm compressor spec in CuteMaxVar's place (overrides q)
     prox_weight: float = 0.0  # 1/alpha_G of the proximal G-step (eq. 15); 0 = the authors' code (A-1)
     center: bool = False  # apply C_J in the G-step (deep only, A-2)
     record: tuple[int, ...] | None = None  # steps at which f is evaluated (None: every step 0..R)
 
+    def compressor_spec(self):
+        """The compressor of both links: `compressor` if given, else CuteMaxVar(q), or the identity (AltMaxVar)."""
+        if self.compressor is not None:
+            return self.compressor
+        return "identity" if self.q is None else {"name": "cutemaxvar", "q": self.q}
+
     @property
     def method(self) -> str:
-        return "altmaxvar" if self.q is None else "cutemaxvar"
+        """altmaxvar (identity), cutemaxvar, or the name of the compressor that replaces CuteMaxVar's."""
+        name = compressor_spec(self.compressor_spec())[0]
+        return "altmaxvar" if name == "identity" else name
 
 
 @dataclass
@@ -76,7 +87,7 @@ def run_maxvar(views: _Views, Q0: np.ndarray, cfg: EngineConfig, rng_sgd: np.ran
     timed phases, and returns a dict of scalar metrics (e.g. Europarl's test AC); they land in ``metrics``."""
     I, J, K = views.I, views.J, cfg.K
     identity = get_compressor("identity")
-    comp = identity if cfg.q is None else get_compressor("cutemaxvar", q=cfg.q)
+    comp = build_compressor(cfg.compressor_spec())
     full = cfg.batch is None or cfg.batch >= J
     alpha = (1.0 / views.lambda_max)[:, None, None]
     record = np.arange(cfg.R + 1) if cfg.record is None else np.unique(np.clip(np.asarray(cfg.record), 0, cfg.R))

@@ -5,7 +5,8 @@ Parameters (the registry's resolved configuration):
   record ("all": every step; "log": every step up to 300, then 80 log-spaced steps),
   record_objective ("all": the objective at every step whatever `record` says, so that crossings after step 300
   stay exact, e.g. Fig. 3's randn start at R = 4000; time and bpv keep `record`),
-  variants: [{label, q (null: AltMaxVar), batch (null: full gradient), start (warm|randn)}].
+  variants: [{label, q (null: AltMaxVar), batch (null: full gradient), start (warm|randn), compressor (optional: any
+  fedrepro.comm compressor in CuteMaxVar's place; the rows' method is then its name)}].
 Streams (fedrepro.runtime.rng_stream): data  (seed, experiment, trial[, I], "data"),
   random start (seed, experiment, trial[, I], "init"), per variant (..., label, "sgd" | "compressor").
 Rows: variant, method, start, q (32 for AltMaxVar), batch (J = full gradient), I, seed (= trial), step,
@@ -24,6 +25,7 @@ from fedrepro.gcca.engine import EngineConfig, run_maxvar
 from fedrepro.gcca.generators import dense_views, sparse_views
 from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.gcca.optimum import optimum
+from fedrepro.methods import compressor_spec
 from fedrepro.runtime import rng_stream
 
 # What `run` reads (gcca.yaml fig3-fig8), checked when the registry loads; format: fedrepro/paramspec.py.
@@ -39,6 +41,7 @@ PARAMETERS = {
     "record_objective?": "all|log",         # "all": the objective at every step whatever `record` says (Fig. 3, paper)
     "variants": [{"label": "str",
                   "q": "int>=2|null",       # CuteMaxVar bits per entry; null: AltMaxVar
+                  "compressor?": "compressor",   # any fedrepro.comm compressor in CuteMaxVar's place (overrides q)
                   "batch": "int>=1|null",   # SGD minibatch; null: full gradient
                   "start?": "warm|randn"}],
 }
@@ -77,6 +80,11 @@ def random_start(rng: np.random.Generator, I: int, N: int, J: int, K: int) -> np
     return rng.standard_normal((I, N, K)) / np.sqrt(J)
 
 
+def _bits_per_entry(cfg: EngineConfig) -> int:
+    """The `q` column: CuteMaxVar's q, 32 for AltMaxVar, 0 for another compressor (its bits are in bits_up/down)."""
+    return 32 if cfg.method == "altmaxvar" else int(compressor_spec(cfg.compressor_spec())[1].get("q", 0))
+
+
 def run_experiment(experiment: str, p: dict, progress: Callable | None = None) -> pd.DataFrame:
     seed = int(p["seed"])
     I_values = p.get("I_values") or [p["I"]]
@@ -101,12 +109,12 @@ def run_experiment(experiment: str, p: dict, progress: Callable | None = None) -
         randn = random_start(rng_stream(*key, "init"), I, views.N, views.J, K)
         for v in p["variants"]:
             batch = v.get("batch")
-            cfg = EngineConfig(K=K, R=int(p["R"]), T=int(p["T"]), batch=batch, q=v.get("q"),
+            cfg = EngineConfig(K=K, R=int(p["R"]), T=int(p["T"]), batch=batch, q=v.get("q"), compressor=v.get("compressor"),
                                prox_weight=float(p.get("prox_weight", 0.0)), record=None if dense_objective else record)
             Q0 = warm.Q if v.get("start", "warm") == "warm" else randn
             res = run_maxvar(views, Q0, cfg, rng_stream(*key, v["label"], "sgd"), rng_stream(*key, v["label"], "compressor"))
             base = {"variant": v["label"], "method": cfg.method, "start": v.get("start", "warm"),
-                    "q": 32 if cfg.q is None else cfg.q, "batch": views.J if batch is None else min(batch, views.J),
+                    "q": _bits_per_entry(cfg), "batch": views.J if batch is None else min(batch, views.J),
                     "I": I, "seed": trial}
             thin = np.ones(len(res.steps), bool) if record is None else np.isin(res.steps, record)
             for metric, values in (("objective", res.objective), ("time", res.time), ("bpv", res.bpv)):

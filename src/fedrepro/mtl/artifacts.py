@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fedrepro.mtl.experiments import SCHEMES, figure_data, iterations
+from fedrepro.methods import compressor_spec
+from fedrepro.mtl.experiments import figure_data, iterations
 from fedrepro.plotting import apply_style, color, label, markdown_table
 
 CONVENTION_LABEL = {"bits_P": "convention P: idx ⌈log2 d⌉ bits, no sign scale",
@@ -44,10 +45,13 @@ PROBLEMS = {"qcqp": "QCQP (4.15)", "logistic": "logistic regression (4.16)"}
 
 
 def run_sizes(p: dict) -> str:
-    """One line of the sizes a run used (from its resolved parameters)."""
+    """One line of the sizes a run used (from its resolved parameters); k: the sparsifiers' entries kept."""
     runs = int(p.get("runs", 1))
+    ks = sorted({compressor_spec(m.get("compressor") if m else None)[1].get("k") for m in p["methods"].values()}
+                - {None})
+    k = f", k = {', '.join(str(v) for v in ks)}" if ks else ""
     return (f"{PROBLEMS.get(p['problem'], p['problem'])}, n = {p['n']} (Erdős–Rényi p = {p['p']:g}), d = {p['d']}, "
-            f"T = {iterations(p)}, η = {p['eta']:g}, k = {p['k']}, {runs} run{'s' if runs > 1 else ''}")
+            f"T = {iterations(p)}, η = {p['eta']:g}{k}, {runs} run{'s' if runs > 1 else ''}")
 
 
 def _title(art) -> str:
@@ -76,10 +80,12 @@ def _detached(fig):
 
 
 def four_panels(data: pd.DataFrame, configuration: str, *, second: str, second_label: str, title: str,
-                bits: str = "bits_P", edge_label: str = "g_ij on a random edge", tau: float | None = None):
+                bits: str = "bits_P", edge_label: str = "g_ij on a random edge", tau: float | None = None,
+                schemes: list[str] | None = None):
     """(a) relative cost gap vs t; (b) `second` vs t; (c) gap vs cumulative bits (log-log); (d) tracked edge's g.
     Colour = scheme, solid = sample feedback, dashed = bandit feedback; `tau`, the gap the savings are read at,
-    as a dotted line on the gap panels."""
+    as a dotted line on the gap panels.  `schemes`: the legend's order (the registry's methods); schemes not named
+    there follow in the data's order."""
     import matplotlib.pyplot as plt
 
     apply_style()
@@ -110,7 +116,8 @@ def four_panels(data: pd.DataFrame, configuration: str, *, second: str, second_l
     axes[1, 1].set_ylabel("g_ij(x̄_i, x̄_j)")
     axes[1, 1].axhline(0.0, color="0.3", lw=0.8)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    order = [labels.index(scheme_label(s, fb)) for fb in ("sample", "bandit") for s in SCHEMES
+    names = list(dict.fromkeys(list(schemes or []) + list(cur.scheme.unique())))
+    order = [labels.index(scheme_label(s, fb)) for fb in ("sample", "bandit") for s in names
              if scheme_label(s, fb) in labels] + [i for i, lab in enumerate(labels) if lab.startswith("τ =")]
     fig.legend([handles[i] for i in order], [labels[i] for i in order], loc="outside lower center", ncol=5)
     fig.suptitle(title, fontsize=11)
@@ -120,8 +127,9 @@ def four_panels(data: pd.DataFrame, configuration: str, *, second: str, second_l
 def _four_panel_artifact(art):
     data = _figure_frame(art)
     second, second_label = SECOND[art.name]
+    params = art.run_params()
     fig = four_panels(data, art.shown, second=second, second_label=second_label, title=_title(art),
-                      tau=float(art.run_params()["tau"]))
+                      tau=float(params["tau"]), schemes=list(params["methods"]))
     art.save_figure(fig)
     return _detached(fig)
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fedrepro.comm import get_compressor
 from fedrepro.comm.conventions import thesis_bits_from_ledger
+from fedrepro.methods import Method, methods_of
 from fedrepro.mtl.algorithms import log_grid, run_scheme
 from fedrepro.mtl.problems import edge_values, make_logistic, make_qcqp
 from fedrepro.mtl.projection import project_ball, project_shrunk
@@ -46,10 +46,11 @@ PARAMETERS = {
     "zeta": "float>0",
     "T": "int>=1",                          # iterations
     "T_max?": "int>=1|null",                # a cap on T (quick and smoke scales)
-    "k": "int>=1",                          # Top-k / Sign∘Top-k entries
     "runs?": "int>=1",                      # independent instances
     "n_log?": "int>=2",                     # logged iterations
-    "schemes?": "list[vanilla|sign|topk|sign_topk]",
+    # the schemes, in order (fedrepro/methods.py): vanilla sends x~ at full precision; compressed is Algorithm 2
+    # (sample feedback) / 3 (bandit) with the compressor, any fedrepro.comm name
+    "methods": {"*": {"algorithm": "vanilla|compressed", "compressor?": "compressor"}},
     "feedbacks?": "list[sample|bandit]",
     "tau?": "float>0",                      # target gap of the figure (fedrepro.mtl.artifacts)
 }
@@ -58,27 +59,21 @@ PARAMETERS = {
 # eight schemes and both feedbacks are the same at every scale).
 WORK = {"units": "runs * (min(T, T_max) if T_max else T) * n * d", "defaults": {"T_max": "None"},
         "shape": ["problem"]}
-
-SCHEMES = ("vanilla", "sign", "topk", "sign_topk")
 FEEDBACKS = ("sample", "bandit")
 CONVENTIONS = {"bits_measured": None, "bits_P": "P", "bits_F": "F"}
+# The engine's algorithms (the methods' `algorithm:`); the compressors are data.
+ALGORITHMS = ("vanilla", "compressed")
 
 
-# randomized operators of ch. 2 (not in the thesis' figures; `schemes:` may name them): their draws come from the
-# run's `compressor` stream
-RANDOMIZED = ("randk", "sign_randk")
+def schemes(params: dict) -> list[Method]:
+    """The configuration's methods, in the registry's order.  A compressor's random draws come from the run's
+    `compressor` stream of that scheme."""
+    return methods_of(params, algorithms=ALGORITHMS)
 
 
-def make_compressor(scheme: str, k: int):
-    if scheme == "vanilla":
-        return None
-    if scheme == "sign":
-        return get_compressor("sign", sign_of_zero=0)
-    if scheme in ("topk", "sign_topk", "randk"):
-        return get_compressor(scheme, k=k)
-    if scheme == "sign_randk":
-        return get_compressor(scheme, k=k, sign_of_zero=0)
-    raise ValueError(f"scheme must be one of {SCHEMES + RANDOMIZED}; got {scheme!r}")
+def make_compressor(method: Method):
+    """None for the vanilla scheme (x~ itself at full precision), else the method's compressor."""
+    return None if method.algorithm == "vanilla" else method.build()
 
 
 @dataclass
@@ -145,12 +140,12 @@ def run_experiment(params: dict, experiment: str, progress=None, log=None) -> tu
     """Every (trial, feedback, scheme) of one configuration.  Returns (tidy frame, facts for the sidecar)."""
     T = iterations(params)
     steps = log_grid(T, int(params.get("n_log", 200)))
-    schemes = list(params.get("schemes", SCHEMES))
     feedbacks = list(params.get("feedbacks", FEEDBACKS))
     frames, facts = [], {"timing": [], "instances": []}
-    jobs = [(r, fb, s) for r in range(int(params.get("runs", 1))) for fb in feedbacks for s in schemes]
+    jobs = [(r, fb, m) for r in range(int(params.get("runs", 1))) for fb in feedbacks for m in schemes(params)]
     inst_cache: dict[int, Instance] = {}
-    for trial, feedback, scheme in (progress(jobs) if progress else jobs):
+    for trial, feedback, method in (progress(jobs) if progress else jobs):
+        scheme = method.name
         if trial not in inst_cache:
             inst = inst_cache[trial] = build_instance(params, experiment, trial)
             p = inst.problem
@@ -163,7 +158,7 @@ def run_experiment(params: dict, experiment: str, progress=None, log=None) -> tu
         x0 = project_shrunk(inst.x_init, p.radius, zeta) if feedback == "bandit" else inst.x_init
         seed = int(params["seed"])
         t0 = time.perf_counter()
-        res = run_scheme(p, x0, compressor=make_compressor(scheme, int(params["k"])), feedback=feedback,
+        res = run_scheme(p, x0, compressor=make_compressor(method), feedback=feedback,
                          eta=float(params["eta"]), delta=float(params["delta"]), zeta=zeta, T=T,
                          rng_samples=rng_stream(seed, experiment, trial, "samples"),
                          rng_directions=rng_stream(seed, experiment, trial, "directions"),

@@ -1,7 +1,7 @@
 """One label-and-colour table for every method and compressor of the four works.
 
 `label(name)` and `color(name)` accept any name: one the table does not know (a user's new method or
-compressor) gets its own name as label and a stable colour from the palette, never a KeyError.
+compressor) gets its own name as label and a stable colour that no known name uses, never a KeyError.
 Keys are the registry's method / compressor / scheme names, so one name means one colour in every figure.
 """
 
@@ -60,13 +60,25 @@ def label(name) -> str:
     return LABELS.get(_key(name), str(name))
 
 
+# Colours for names the table does not know: the palette's and a few more distinct ones, less those the papers'
+# methods already use, so a user's new compressor never takes the colour of a baseline it is drawn beside.
+EXTRA = ("#8c564b", "#17becf", "#bcbd22", "#9467bd", "#e377c2", "#7f7f00")
+
+
+def fallback_colors() -> tuple[str, ...]:
+    used = {c.lower() for c in COLORS.values()}
+    return tuple(c for c in PALETTE + EXTRA if c.lower() not in used)
+
+
 def color(name) -> str:
-    """The colour of a method or compressor; an unknown name gets a palette colour fixed by its name."""
+    """The colour of a method or compressor; an unknown name gets a colour fixed by its name, one no known name
+    uses (`fallback_colors`)."""
     key = _key(name)
     if key in COLORS:
         return COLORS[key]
+    free = fallback_colors()
     digest = int(hashlib.sha256(key.encode()).hexdigest(), 16)
-    return PALETTE[digest % len(PALETTE)]
+    return free[digest % len(free)]
 
 
 def bits_color(b) -> str:
