@@ -80,6 +80,9 @@ def in_process_kernel():
     finally:
         client.stop_channels()
         manager.shutdown_kernel()
+        # ipykernel stops its IOPub thread's loop before that loop has run the cancellation of its event-pipe task,
+        # and asyncio reports the pending task when the process exits, by then into a closed log file: noise only
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
 
 def _outputs(messages) -> list:
