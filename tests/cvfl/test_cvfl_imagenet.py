@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from paper_methods import method, methods
+from cvfl_paper_methods import method, methods
 
 from fedrepro.comm.conventions import cvfl_epoch_bits, cvfl_round_bits_text
 from fedrepro.cvfl import CvflConfig, CvflTrainer

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from paper_methods import method
+from cvfl_paper_methods import method
 
 from fedrepro.cvfl import CvflConfig, CvflTrainer
 from fedrepro.cvfl.sources import TensorBatches

@@ -5,7 +5,7 @@ import copy
 import numpy as np
 import pytest
 import torch
-from paper_methods import method
+from cvfl_paper_methods import method
 
 from fedrepro.comm.conventions import cvfl_topk_k
 from fedrepro.cvfl import CvflConfig, CvflTrainer, split_learning_losses

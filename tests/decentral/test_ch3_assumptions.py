@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from paper_methods import method_config
+from decentral_paper_methods import method_config
 
 from fedrepro.decentral.engine import DecentralEngine
 from fedrepro.decentral.experiments import MnistTask, node_shards, run_experiment

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from paper_methods import method_config
+from decentral_paper_methods import method_config
 
 from fedrepro.decentral.engine import DecentralEngine, EngineConfig
 from fedrepro.decentral.schedules import InverseLR, PiecewiseEpochThreshold, SqrtStepThreshold, WarmupPiecewiseLR

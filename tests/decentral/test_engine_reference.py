@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from paper_methods import method_config
+from decentral_paper_methods import method_config
 
 from fedrepro.decentral.engine import DecentralEngine, EngineConfig
 from fedrepro.decentral.experiments import MnistTask
