@@ -5,9 +5,10 @@ engine, and the last test here runs it with the kernels switched off (FEDREPRO_K
 import numpy as np
 import pytest
 import torch
+from decentral_paper_methods import method_config
 
 from fedrepro import kernels
-from fedrepro.decentral.engine import DecentralEngine, method_config
+from fedrepro.decentral.engine import DecentralEngine
 from fedrepro.decentral.mixing import GatherMixer, neighbour_lists
 from fedrepro.decentral.schedules import InverseLR, SqrtStepThreshold
 from fedrepro.decentral.topology import erdos_renyi, ring, torus
