@@ -13,8 +13,9 @@ torch-heavy runner modules cost nothing at DAG-build time:
         "feedbacks?": "list[sample|bandit]",
         "lr": {"kind?": "inverse|constant", "a?": "float>0"},      # a mapping with these keys
         "gamma?": {"*": "float>0"},          # a mapping with any keys
-        "runs?": [{"compressor": "none|topk", "b": "int>=1"}],     # a list of such mappings
+        "runs?": [{"method": "method_name", "b": "int>=1"}],       # a list of such mappings
         "codec": "compressor",               # a fedrepro.comm name, or {name: <name>, <its parameters>}
+        "methods": {"*": {"algorithm": "squarm|choco", "compressor?": "compressor"}},   # fedrepro/methods.py
     }
 
 A string spec is alternatives separated by `|`; each alternative is one of
