@@ -25,7 +25,9 @@ def _notebook(*sources, parameters="x = 1\nname = 'default'"):
 CELLS = (
     "print('before', x)\nimport sys\nprint('to stderr', file=sys.stderr)",
     "from IPython.display import Markdown, display\ndisplay(Markdown(f'**{name}**'))\nprint('after')\nx * 21",
-    "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2))\nax.plot([0, 1], [1, 0])\nplt.close(fig)\nfig",
+    # the inline backend named explicitly: the render job sets it by MPLBACKEND before matplotlib is imported, but
+    # in the test process another test may have imported matplotlib with its default backend already
+    "%matplotlib inline\nimport matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2))\nax.plot([0, 1], [1, 0])\nplt.close(fig)\nfig",
     "y = x + 1",
 )
 
@@ -83,7 +85,7 @@ def test_cwd_is_the_given_folder_and_restored(tmp_path):
 def test_a_saved_figure_shows_its_png_file(tmp_path):
     """Artifact.save_figure's PNG is what the notebook shows, byte for byte (no third drawing)."""
     cell = (
-        "import matplotlib.pyplot as plt\n"
+        "%matplotlib inline\nimport matplotlib.pyplot as plt\n"
         "from fedrepro.plotting import save_figure\n"
         "from fedrepro.notebook import show_saved_png\n"
         "from pathlib import Path\n"

@@ -77,9 +77,12 @@ def test_fit_line_recovers_a_start_up_cost_and_a_slope():
     assert plan.fit_line([(100, 7.0)]) == (0.0, 0.07)       # one measurement: through the origin (an upper bound)
 
 
-def test_estimate_of_an_unmeasured_size_is_within_the_stated_factor(repo, registry):
+def test_estimate_of_an_unmeasured_size_is_within_the_stated_factor(repo, registry, monkeypatch):
     """gcca Fig. 3 between its smoke and quick sizes (quick's problem, fewer trials and iterations): the committed
-    calibration's estimate against the CPU time measured now."""
+    calibration's estimate against the CPU time measured now.  The calibration was measured before the compiled
+    kernels (fedrepro.kernels), so the comparison runs without them; with them a run is about 1.4x faster and the
+    plan errs on the safe side."""
+    monkeypatch.setenv("FEDREPRO_KERNELS", "0")
     overrides = {"trials": 1, "R": 60}
     params = {**registry.params("gcca", "fig3", "calibrated", "quick"), **overrides}
     predicted = plan.predict_cpu_seconds(registry, committed(repo, registry), "gcca", "fig3", params)

@@ -56,7 +56,9 @@ PARAMETERS = {
 # the cost of one unit.
 WORK = {"units": "n_seeds * n_used * M * (timesteps if dataset == 'mimic' else 1) * "
                  "(sum(field(runs, 'epochs', epochs) * field(runs, 'Q', Q)) if runs else epochs * Q * "
-                 "(('none' in compressors) + (len(compressors) - ('none' in compressors)) * len(bits)))",
+                 "((('none' in compressors) + (len(compressors) - ('none' in compressors)) * len(bits)) if compressors else "
+                 "(len(methods) - sum(field(values(methods), 'b', 0) > 0)) * len(bits) + "
+                 "sum(field(values(methods), 'b', 0) > 0)))",   # every method at each b, one with its own b once
         "memory": "n_used * {'mimic': 912, 'cifar10': 3072, 'modelnet10': 12 * 3 * 224 * 224 / 4, "
                   "'imagenet100': 0}[dataset]",
         "defaults": {"data_train": "{'mimic': 14681, 'cifar10': 50000, 'modelnet10': 3991, 'imagenet100': 126689}"

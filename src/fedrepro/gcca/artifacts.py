@@ -89,18 +89,33 @@ def _plain_log_ticks(*axes) -> None:
     """Tick labels of log axes that never collide: over a decade or more only the powers of ten are labelled
     (matplotlib also labels some minor ticks, '3 x 10^-4' beside '4 x 10^-4'); within less than a decade there may
     be no power of ten, so the minor ticks carry plain numbers ('0.013'). Call after the limits are final."""
+    import math
+
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
-    plain = FuncFormatter(lambda v, _: f"{v:.3g}")
+    def plain(low, high):
+        # the ticks in view are m x 10^k, m = 1..9; more than four of them crowd the upper end of the decade
+        # ('0.0008', '0.0009', '0.001'), so then only m = 1, 2, 3, 5 are labelled
+        ticks = [m * 10.0 ** k for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+                 for m in range(1, 10) if low <= m * 10.0 ** k <= high]
+        thin = len(ticks) > 4
+
+        def label(v, _):
+            mantissa = round(v / 10.0 ** math.floor(math.log10(v) + 1e-9)) if v > 0 else 0
+            return f"{v:.3g}" if not thin or mantissa in (1, 2, 3, 5) else ""
+
+        return FuncFormatter(label)
+
     for ax in axes:
         for axis, (low, high) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
             if axis.get_scale() != "log" or low <= 0:
                 continue
+            low, high = sorted((low, high))
             if high / low >= 10:
                 axis.set_minor_formatter(NullFormatter())
             else:
-                axis.set_major_formatter(plain)
-                axis.set_minor_formatter(plain)
+                axis.set_major_formatter(plain(low, high))
+                axis.set_minor_formatter(plain(low, high))
 
 
 def run_parameters(art) -> str:
