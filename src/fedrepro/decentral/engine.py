@@ -93,15 +93,14 @@ class DecentralEngine:
         self.dtype, self.device = x0.dtype, x0.device
         self.W = torch.as_tensor(np.asarray(W), dtype=self.dtype, device=self.device)
         self.mix = make_mixer(np.asarray(W), self.dtype, self.device)
-        # the compiled one-pass kernels (fedrepro.kernels.dense): CPU, float32/float64, numba installed
-        self._compiled = (kernels.available() and self.device.type == "cpu"
-                          and self.dtype in (torch.float32, torch.float64))
+        # the compiled one-pass kernels (fedrepro.kernels.dense): CPU, float32/float64, numba installed, and a
+        # model of n d >= kernels.MIN_WORK entries (smaller ones keep torch's passes: the kernel would not pay)
+        self._fused = None
+        if self.device.type == "cpu" and self.dtype in (torch.float32, torch.float64):
+            self._fused = kernels.compiled("dense", self.n * self.d)
+        self._compiled = self._fused is not None
         self._scalar = np.float32 if self.dtype == torch.float32 else np.float64
         self._nbrs = None
-        if self._compiled:
-            from fedrepro.kernels import dense as fused
-
-            self._fused = fused
         if self._compiled and not isinstance(self.mix, DenseMixer):
             idx, wts = neighbour_lists(np.asarray(W))
             self._nbrs = (idx, wts.astype(self._scalar))
