@@ -135,3 +135,13 @@ def test_the_decentral_engine_and_top_k_follow_the_threshold(monkeypatch):
     for x in (torch.randn(6, 640, generator=g), torch.randn(6, 1280, generator=g)):  # 3840 and 7680 entries
         assert torch.equal(bk.largest_abs_k(x, 10), torch.topk(x.abs(), 10, dim=1, sorted=False).indices)
     assert calls == [(6, 1280)]
+
+
+def test_runs_depend_on_the_kernel_modules_they_load_lazily():
+    """kernels.compiled() imports by name; the callers name the modules under TYPE_CHECKING so that the import
+    closure (fedrepro.codedeps), and so Snakemake's reruns, still see them."""
+    from fedrepro.codedeps import closure_relpaths
+
+    for runner in ("fedrepro.gcca.experiments", "fedrepro.decentral.experiments"):
+        deps = closure_relpaths(SRC.parent, modules=(runner,))
+        assert {f"src/fedrepro/kernels/{m}.py" for m in ("sparse", "_csr_unrolled", "dense", "intrinsics")} <= set(deps)

@@ -9,9 +9,12 @@ otherwise.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import dense  # noqa: F401
 
 
 class _LazyTorch:

@@ -10,11 +10,15 @@ Sources:
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _backend as bk
 from .base import FULL_PRECISION_BITS, Compressor, Encoding, as_numpy64, check_choice, check_int
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import sparse  # noqa: F401
 
 
 class Identity(Compressor):

@@ -17,6 +17,7 @@ sync round (broadcast, A-26); a non-firing node sends 0 bits (A-25), plus `flag_
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -25,6 +26,9 @@ from fedrepro import kernels
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
 from fedrepro.decentral.mixing import DenseMixer, make_mixer, neighbour_lists
 from fedrepro.decentral.trigger import TriggerReference, trigger_mask
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import dense  # noqa: F401
 
 
 @dataclass

@@ -11,9 +11,13 @@ SVD (§3.2) and the pseudo-inverse for v* (§3.3).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import sparse  # noqa: F401
 
 RANK_CUTOFF = 1e-10  # relative eigenvalue cut-off of the pseudo-inverse (spec §3.3)
 
