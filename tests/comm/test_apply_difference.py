@@ -45,7 +45,10 @@ def test_apply_difference_equals_update(lib, name, params):
 def test_update_in_place_is_update(name, params, kernels, monkeypatch):
     """x̂ ← x̂ + C(x - x̂) without the message: the same copy, bits and random draws as update(), with the compiled
     quantizer (where numba is installed) and without it (FEDREPRO_KERNELS=0: the NumPy operations)."""
+    from fedrepro import kernels as compiled
+
     monkeypatch.setenv("FEDREPRO_KERNELS", kernels)
+    monkeypatch.setattr(compiled, "MIN_WORK", 0)       # a small x: the kernel only below the size threshold
     rng = np.random.default_rng(0)
     x0, x1 = rng.standard_normal((3, 40, 5)), rng.standard_normal((3, 40, 5))
     a, b = (TrackedCopy(get_compressor(name, **params), init=x0) for _ in range(2))

@@ -11,6 +11,7 @@ import pytest
 import torch
 from decentral_paper_methods import method_config
 
+from fedrepro import kernels
 from fedrepro.decentral.engine import DecentralEngine, EngineConfig
 from fedrepro.decentral.experiments import MnistTask
 from fedrepro.decentral.mixing import (
@@ -35,6 +36,13 @@ def _reference():
 
 
 v0 = _reference()
+
+
+@pytest.fixture(autouse=True)
+def every_call_compiled(monkeypatch):
+    """The models here are small: with the kernels' size threshold at 0 the compiled passes (where numba is
+    installed) are what is compared with the reference."""
+    monkeypatch.setattr(kernels, "MIN_WORK", 0)
 
 
 def _split(seed=0, n_train=900, n_test=100, p=784, classes=10):

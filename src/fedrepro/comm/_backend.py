@@ -9,9 +9,12 @@ otherwise.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import dense  # noqa: F401
 
 
 class _LazyTorch:
@@ -150,16 +153,16 @@ def largest_abs_k(x, k: int):
     """``largest_k(abs_(x), k)``, the same indices in the same order. A CPU float tensor with k·64 <= d (where
     torch.topk partially sorts, so its answer is the k largest, largest first) goes through the compiled
     fedrepro.kernels.dense.top_magnitudes when the answer is unique (no tie at or above the k-th magnitude, no
-    NaN); otherwise, and for numpy input, abs then ``largest_k``."""
+    NaN) and x has at least fedrepro.kernels.MIN_WORK entries; otherwise, and for numpy input, abs then
+    ``largest_k``."""
     if (is_torch(x) and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and x.dim() == 2
             and k * 64 <= x.shape[1] and x.is_contiguous() and not x.requires_grad):
         from fedrepro import kernels
 
-        if kernels.available():
-            from fedrepro.kernels.dense import top_magnitudes
-
+        compiled = kernels.compiled("dense", x.numel())
+        if compiled is not None:
             idx = torch.empty((x.shape[0], k), dtype=torch.int64)
-            if top_magnitudes(x.numpy(), k, idx.numpy()):
+            if compiled.top_magnitudes(x.numpy(), k, idx.numpy()):
                 return idx
     return largest_k(abs_(x), k)
 

@@ -10,11 +10,15 @@ Sources:
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _backend as bk
 from .base import FULL_PRECISION_BITS, Compressor, Encoding, as_numpy64, check_choice, check_int
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import sparse  # noqa: F401
 
 
 class Identity(Compressor):
@@ -113,15 +117,17 @@ class MaxAbsStochasticQuantizer(Compressor):
     def _add_difference(self, x2, xhat2, u):
         """xhat2 += C̃(x2 - xhat2) in place, without building the difference or the message (the compiled
         kernel fedrepro.kernels.sparse.maxabs_quantize_add: _encode's operations, so the same bits); the
-        Encoding's value is None. None where the kernel does not apply (torch, float32, scaled, no numba)."""
+        Encoding's value is None. None where the kernel does not apply (torch, float32, scaled, no numba) or does
+        not pay (fewer than fedrepro.kernels.MIN_WORK entries)."""
         from fedrepro import kernels
 
-        if (self.scaled or bk.is_torch(x2) or not kernels.available()
+        if (self.scaled or bk.is_torch(x2)
                 or any(a.dtype != np.float64 or not a.flags.c_contiguous for a in (x2, xhat2, u))):
             return None
-        from fedrepro.kernels.sparse import maxabs_quantize_add
-
-        maxabs_quantize_add(x2, xhat2, u, float(self.S))
+        compiled = kernels.compiled("sparse", x2.size)
+        if compiled is None:
+            return None
+        compiled.maxabs_quantize_add(x2, xhat2, u, float(self.S))
         d = x2.shape[1]
         return Encoding(None, {"values": d, "signs": d, "scales": 1},
                         {"values": self.q - 1, "signs": 1, "scales": FULL_PRECISION_BITS})

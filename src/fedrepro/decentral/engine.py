@@ -17,6 +17,7 @@ sync round (broadcast, A-26); a non-firing node sends 0 bits (A-25), plus `flag_
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -25,6 +26,9 @@ from fedrepro import kernels
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
 from fedrepro.decentral.mixing import DenseMixer, make_mixer, neighbour_lists
 from fedrepro.decentral.trigger import TriggerReference, trigger_mask
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import dense  # noqa: F401
 
 
 @dataclass
@@ -94,15 +98,14 @@ class DecentralEngine:
         self.dtype, self.device = x0.dtype, x0.device
         self.W = torch.as_tensor(np.asarray(W), dtype=self.dtype, device=self.device)
         self.mix = make_mixer(np.asarray(W), self.dtype, self.device)
-        # the compiled one-pass kernels (fedrepro.kernels.dense): CPU, float32/float64, numba installed
-        self._compiled = (kernels.available() and self.device.type == "cpu"
-                          and self.dtype in (torch.float32, torch.float64))
+        # the compiled one-pass kernels (fedrepro.kernels.dense): CPU, float32/float64, numba installed, and a
+        # model of n d >= kernels.MIN_WORK entries (smaller ones keep torch's passes: the kernel would not pay)
+        self._fused = None
+        if self.device.type == "cpu" and self.dtype in (torch.float32, torch.float64):
+            self._fused = kernels.compiled("dense", self.n * self.d)
+        self._compiled = self._fused is not None
         self._scalar = np.float32 if self.dtype == torch.float32 else np.float64
         self._nbrs = None
-        if self._compiled:
-            from fedrepro.kernels import dense as fused
-
-            self._fused = fused
         if self._compiled and not isinstance(self.mix, DenseMixer):
             idx, wts = neighbour_lists(np.asarray(W))
             self._nbrs = (idx, wts.astype(self._scalar))

@@ -11,9 +11,13 @@ SVD (§3.2) and the pseudo-inverse for v* (§3.3).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import sparse  # noqa: F401
 
 RANK_CUTOFF = 1e-10  # relative eigenvalue cut-off of the pseudo-inverse (spec §3.3)
 
@@ -52,11 +56,14 @@ def _smallest_keys_increasing(keys: np.ndarray, batch: int) -> np.ndarray:
     return rows
 
 
-def _compiled(a: np.ndarray) -> bool:
-    """Whether the compiled CSR kernels apply to the dense operand a (float64, C-contiguous)."""
+def _sparse_kernels(work: int, *arrays: np.ndarray):
+    """fedrepro.kernels.sparse where it applies (every dense operand float64 and C-contiguous) and pays (work:
+    the call's multiply-adds, against kernels.MIN_WORK); None: SciPy's products."""
     from fedrepro import kernels
 
-    return a.dtype == np.float64 and a.flags.c_contiguous and kernels.available()
+    if all(a.dtype == np.float64 and a.flags.c_contiguous for a in arrays):
+        return kernels.compiled("sparse", work)
+    return None
 
 
 @dataclass
@@ -131,16 +138,20 @@ class SparseViews(_Views):
         super().__init__(J=J, N=N, I=len(Xs), gram=gram)
 
     @property
+    def nnz(self) -> int:
+        """Stored entries over all views."""
+        return sum(x.nnz for x in self.Xs)
+
+    @property
     def density(self) -> np.ndarray:
         return np.array([x.nnz / (self.J * self.N) for x in self.Xs])
 
     def apply(self, Q: np.ndarray) -> np.ndarray:
-        if _compiled(Q):
-            from fedrepro.kernels.sparse import csr_matmul_into
-
+        compiled = _sparse_kernels(self.nnz * Q.shape[2], Q)
+        if compiled is not None:
             out = np.empty((self.I, self.J, Q.shape[2]))
             for x, q, o in zip(self.Xs, Q, out):
-                csr_matmul_into(x.indptr, x.indices, x.data, q, o)
+                compiled.csr_matmul_into(x.indptr, x.indices, x.data, q, o)
             return out
         return np.stack([x @ q for x, q in zip(self.Xs, Q)])
 
@@ -152,11 +163,12 @@ class SparseViews(_Views):
     def batch_gradient(self, rows: np.ndarray, Q: np.ndarray, Ghat: np.ndarray) -> np.ndarray:
         B = rows.shape[1]
         out = np.empty((self.I, self.N, Q.shape[2]))
-        if _compiled(Q) and _compiled(Ghat) and rows.dtype.kind == "i":  # the same sums without building X_F
-            from fedrepro.kernels.sparse import csr_batch_gradient_into
-
+        # the same sums without building X_F: two passes over B rows of about nnz / J entries, K columns each
+        work = 2 * rows.size * self.nnz * Q.shape[2] // (self.I * self.J)
+        compiled = _sparse_kernels(work, Q, Ghat) if rows.dtype.kind == "i" else None
+        if compiled is not None:
             for x, r, q, o in zip(self.Xs, rows, Q, out):
-                csr_batch_gradient_into(x.indptr, x.indices, x.data, np.ascontiguousarray(r), q, Ghat, o)
+                compiled.csr_batch_gradient_into(x.indptr, x.indices, x.data, np.ascontiguousarray(r), q, Ghat, o)
             return (self.J / B) * out
         for i, (x, r) in enumerate(zip(self.Xs, rows)):  # one sparse row slice per view (no batched sparse op)
             XF = x[r]

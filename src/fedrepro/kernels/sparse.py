@@ -16,93 +16,33 @@ import math
 import numba
 import numpy as np
 
-from fedrepro.kernels.intrinsics import prefetch
+from fedrepro.kernels import _csr_unrolled
+from fedrepro.kernels._csr_unrolled import MAX_UNROLLED, fetch_row
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
 
-# The products are generated per column count K (up to MAX_UNROLLED): K named accumulators keep a row's sums in
-# registers, which makes them two to three times faster than a loop over k (whose sums go through memory).
-MAX_UNROLLED = 16
-
-_MATMUL = """
-def kernel(indptr, indices, data, Q, out):
-    for i in range(indptr.shape[0] - 1):
-        {zero}
-        for jj in range(indptr[i], indptr[i + 1]):
-            j = indices[jj]
-            a = data[jj]
-            {accumulate}
-        {store}
-"""
-
+# M = X Q with the K sums of a row in K named locals (registers) is two to three times faster than a loop over k
+# (whose sums go through memory): ``_csr_unrolled`` holds one such routine per K up to MAX_UNROLLED, written out
+# by ``_generate`` into a source file so that numba caches them on disk like every other kernel here; a larger K
+# takes the loops below (the same sums in the same order).
+#
 # Minibatch rows are scattered over the matrix: each one's entries are a fresh miss in every cache level, and
 # a loop fetches them one dependent miss after another. The gradient asks for the entries of the row
 # PREFETCH_ROWS ahead while it computes (1.4x faster on this machine's 5000-row minibatches).
 PREFETCH_ROWS = 8
 
-_GRADIENT = """
-def kernel(indptr, indices, data, rows, Q, Ghat, out, ahead):
-    out[:, :] = 0.0
-    n = rows.shape[0]
-    for t in range(n):
-        if t + ahead < n:
-            _fetch_row(indptr, indices, data, rows[t + ahead])
-        f = rows[t]
-        lo, hi = indptr[f], indptr[f + 1]
-        {zero}
-        for jj in range(lo, hi):
-            j = indices[jj]
-            a = data[jj]
-            {accumulate}
-        {residual}
-        for jj in range(lo, hi):
-            j = indices[jj]
-            a = data[jj]
-            {scatter}
-"""
-
-
-@_jit
-def _fetch_row(indptr, indices, data, f):
-    lo, hi = indptr[f], indptr[f + 1]
-    for jj in range(lo, hi, 8):
-        prefetch(data, jj)
-    for jj in range(lo, hi, 16):
-        prefetch(indices, jj)
-
-
-def _generate(template: str, K: int):
-    acc = [f"r{k}" for k in range(K)]
-    src = template.format(
-        zero=" = ".join(acc) + " = 0.0",
-        accumulate="; ".join(f"r{k} += a * Q[j, {k}]" for k in range(K)),
-        store="; ".join(f"out[i, {k}] = r{k}" for k in range(K)),
-        residual="; ".join(f"r{k} = r{k} - Ghat[f, {k}]" for k in range(K)),
-        scatter="; ".join(f"out[j, {k}] += a * r{k}" for k in range(K)))
-    scope: dict = {"_fetch_row": _fetch_row}
-    exec(compile(src, f"<fedrepro.kernels.sparse K={K}>", "exec"), scope)
-    return numba.njit(nogil=True, boundscheck=False)(scope["kernel"])
-
-
-_KERNELS: dict = {}
-
-
-def _kernel(kind: str, K: int):
-    if (kind, K) not in _KERNELS:
-        if K > MAX_UNROLLED:
-            _KERNELS[kind, K] = _csr_matmul_loop if kind == "matmul" else _csr_batch_gradient_loop
-        else:
-            _KERNELS[kind, K] = _generate(_MATMUL if kind == "matmul" else _GRADIENT, K)
-    return _KERNELS[kind, K]
-
 
 def csr_matmul_into(indptr, indices, data, Q, out) -> None:
-    _kernel("matmul", Q.shape[1])(indptr, indices, data, Q, out)
+    K = Q.shape[1]
+    kernel = _csr_unrolled.MATMUL[K] if 0 < K <= MAX_UNROLLED else _csr_matmul_loop
+    kernel(indptr, indices, data, Q, out)
 
 
 def csr_batch_gradient_into(indptr, indices, data, rows, Q, Ghat, out) -> None:
-    _kernel("gradient", Q.shape[1])(indptr, indices, data, rows, Q, Ghat, out, PREFETCH_ROWS)
+    K = Q.shape[1]
+    kernel = _csr_unrolled.GRADIENT[K] if 0 < K <= MAX_UNROLLED else _csr_batch_gradient_loop
+    kernel(indptr, indices, data, rows, Q, Ghat, out, PREFETCH_ROWS)
 
 
 @_jit
@@ -127,7 +67,7 @@ def _csr_batch_gradient_loop(indptr, indices, data, rows, Q, Ghat, out, ahead):
     n = rows.shape[0]
     for t in range(n):
         if t + ahead < n:
-            _fetch_row(indptr, indices, data, rows[t + ahead])
+            fetch_row(indptr, indices, data, rows[t + ahead])
         f = rows[t]
         lo, hi = indptr[f], indptr[f + 1]
         for k in range(K):
