@@ -16,6 +16,14 @@ from fedrepro.decentral.topology import erdos_renyi, ring, torus
 pytestmark = pytest.mark.skipif(not kernels.available(), reason="numba not installed: the kernels are not used")
 
 
+@pytest.fixture(autouse=True)
+def every_call_compiled(monkeypatch):
+    """Small inputs, which the size threshold (kernels.MIN_WORK) would route to the library path: every call
+    takes the kernel unless a test sets the threshold itself. (Not a conftest.py: that would shadow tests/conftest.py
+    for the modules that import from it.)"""
+    monkeypatch.setattr(kernels, "MIN_WORK", 0)
+
+
 def _torch_momentum(X, V, G, beta, corr, eta, wd, nesterov):
     if wd:
         G = torch.mul(X, wd).add_(G)

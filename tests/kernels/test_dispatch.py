@@ -17,6 +17,15 @@ from fedrepro.kernels import _generate
 
 pytestmark = pytest.mark.skipif(not kernels.available(), reason="numba not installed: the kernels are not used")
 
+
+@pytest.fixture(autouse=True)
+def every_call_compiled(monkeypatch):
+    """Small inputs, which the size threshold (kernels.MIN_WORK) would route to the library path: every call
+    takes the kernel unless a test sets the threshold itself. (Not a conftest.py: that would shadow tests/conftest.py
+    for the modules that import from it.)"""
+    monkeypatch.setattr(kernels, "MIN_WORK", 0)
+
+
 SRC = Path(kernels.__file__).resolve().parents[2]
 
 
@@ -67,7 +76,7 @@ def test_numba_is_imported_only_when_a_kernel_runs():
         import numpy as np, torch
         from fedrepro import kernels
         from fedrepro.comm import TrackedCopy, get_compressor, _backend as bk
-        from fedrepro.decentral.engine import DecentralEngine, method_config
+        from fedrepro.decentral.engine import DecentralEngine, algorithm_config
         from fedrepro.decentral.schedules import InverseLR
         from fedrepro.decentral.topology import ring
         from fedrepro.gcca.generators import sparse_views
@@ -75,7 +84,7 @@ def test_numba_is_imported_only_when_a_kernel_runs():
         views = sparse_views(rng, 200, 20, 5, 3, 0.1, d_A=0.05)      # every call far below MIN_WORK
         views.apply(rng.standard_normal((3, 20, 2)))
         TrackedCopy(get_compressor("cutemaxvar", q=3)).update_in_place(rng.standard_normal((3, 200, 2)), rng)
-        eng = DecentralEngine(ring(6).W, torch.zeros(6, 100), method_config("vanilla", gamma=1.0), InverseLR())
+        eng = DecentralEngine(ring(6).W, torch.zeros(6, 100), algorithm_config("dsgd", None, gamma=1.0), InverseLR())
         eng.step(lambda X, t: X - 1.0)
         bk.largest_abs_k(torch.randn(6, 1000), 3)
         print("numba" in sys.modules, eng._compiled)
@@ -113,14 +122,14 @@ def test_calls_below_the_threshold_take_the_library_path_with_the_same_bits(monk
 
 def test_the_decentral_engine_and_top_k_follow_the_threshold(monkeypatch):
     from fedrepro.comm import _backend as bk
-    from fedrepro.decentral.engine import DecentralEngine, method_config
+    from fedrepro.decentral.engine import DecentralEngine, algorithm_config
     from fedrepro.decentral.schedules import InverseLR
     from fedrepro.decentral.topology import ring
     from fedrepro.kernels import dense
 
     monkeypatch.setattr(kernels, "MIN_WORK", 6 * 100)
-    small = DecentralEngine(ring(6).W, torch.zeros(6, 99), method_config("vanilla", gamma=1.0), InverseLR())
-    large = DecentralEngine(ring(6).W, torch.zeros(6, 100), method_config("vanilla", gamma=1.0), InverseLR())
+    small = DecentralEngine(ring(6).W, torch.zeros(6, 99), algorithm_config("dsgd", None, gamma=1.0), InverseLR())
+    large = DecentralEngine(ring(6).W, torch.zeros(6, 100), algorithm_config("dsgd", None, gamma=1.0), InverseLR())
     assert not small._compiled and large._compiled
 
     calls = []

@@ -15,6 +15,14 @@ from fedrepro.gcca.views import SparseViews, sample_rows
 pytestmark = pytest.mark.skipif(not kernels.available(), reason="numba not installed: the kernels are not used")
 
 
+@pytest.fixture(autouse=True)
+def every_call_compiled(monkeypatch):
+    """Small inputs, which the size threshold (kernels.MIN_WORK) would route to the library path: every call
+    takes the kernel unless a test sets the threshold itself. (Not a conftest.py: that would shadow tests/conftest.py
+    for the modules that import from it.)"""
+    monkeypatch.setattr(kernels, "MIN_WORK", 0)
+
+
 def _csr(rng, J=400, N=60, density=0.05):
     x = sp.random(J, N, density=density, format="csr", random_state=rng, data_rvs=rng.standard_normal)
     x.data[::7] = 0.0                                  # explicit zeros and a negative-zero product or two
