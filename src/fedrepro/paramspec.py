@@ -435,10 +435,9 @@ class Checker:
         else:
             self.fail(path, f"expected {describe(Scalar('compressor'))}, got {_show(value)}")
             return
-        if name not in registry.available_compressors():
+        if name not in registry.COMPRESSORS and name not in registry.available_compressors():
             plugins.import_plugins(plugins.configured_plugins(self.root), root=self.root)
-        names = registry.available_compressors()
-        if name not in names:
+        if name not in registry.COMPRESSORS and name not in (names := registry.available_compressors()):
             self.fail(path, f"unknown compressor {name!r}{_did_you_mean(name, names)} (registered: "
                             f"{', '.join(names)}; a new one: docs/comm.md, 'Add your own compressor')")
             return

@@ -8,8 +8,10 @@ listed under ``comm.plugins`` in config/config.yaml, or are found through the en
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -99,9 +101,17 @@ def register_compressor(name: str, factory: Callable[..., Compressor] | None = N
 
 
 def _entry_points():
+    """The group's entry points. Scanning every installed distribution costs about 0.2 s per call (seconds in a
+    registry check that names many compressors), so the scan is kept per ``sys.path``: a path added later (a
+    plugin's checkout, a test's temporary distribution) is scanned afresh."""
+    return _entry_points_on(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=8)
+def _entry_points_on(path: tuple[str, ...]):
     from importlib.metadata import entry_points
 
-    return entry_points(group=ENTRY_POINT_GROUP)
+    return tuple(entry_points(group=ENTRY_POINT_GROUP))
 
 
 def _load_entry_point(name: str) -> bool:
