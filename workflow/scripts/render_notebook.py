@@ -1,21 +1,31 @@
 """Execute an artifact's notebook (jupytext percent `.py` -> `.ipynb`) in an in-process kernel, export it to HTML,
 judge the artifact's claims on the CSV it wrote, and write every output's sidecar."""
 
+from fedrepro.warm import handoff
+
+handoff()  # run in a warm copy of the libraries when a local build offers one (fedrepro.warm); else here
+
 import os
+import sys
 from pathlib import Path
 
 # The kernel draws with the inline backend, so each figure is an image/png output of the executed notebook
 # (set before anything imports matplotlib: the kernel runs in this process).
-os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+INLINE = "module://matplotlib_inline.backend_inline"
+os.environ["MPLBACKEND"] = INLINE
+if "matplotlib" in sys.modules:  # a warm copy (fedrepro.warm) imported matplotlib before this line
+    import matplotlib
 
-import jupytext  # noqa: E402
-import nbformat  # noqa: E402
-from nbconvert import HTMLExporter  # noqa: E402
+    matplotlib.use(INLINE)
 
-from fedrepro.execute import execute_notebook  # noqa: E402
-from fedrepro.io import atomic_path, write_text  # noqa: E402
-from fedrepro.pipeline import rule_run  # noqa: E402
-from fedrepro.scorecard.artifact_claims import write_artifact_claims  # noqa: E402
+import jupytext
+import nbformat
+from nbconvert import HTMLExporter
+
+from fedrepro.execute import execute_notebook
+from fedrepro.io import atomic_path, write_text
+from fedrepro.pipeline import rule_run
+from fedrepro.scorecard.artifact_claims import write_artifact_claims
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 root = Path.cwd()

@@ -1,0 +1,305 @@
+"""Warm job starts: a local build's jobs run in copies of one process that has already imported the libraries.
+
+Every run and render job is a fresh Python process (Snakemake's ``script:``), and importing torch, pandas,
+matplotlib, nbconvert and IPython costs it 3-4 s before it does any work: most of a smoke build, and about 15 % of
+a quick one. For a local build the Snakefile starts one *warm server* (``python -m fedrepro.warm serve``) that
+imports those libraries once and listens on a Unix socket named by ``FEDREPRO_WARM``. A job script's first
+statement is ``handoff()``: it sends its arguments, working directory, environment and standard streams to the
+server, which forks a copy of itself that runs the script from the top, exactly as the fresh process would have;
+the job process waits and exits with the copy's exit code.
+
+Where no server answers (a cluster node, a dry run, ``--config warm=false``, a job started by hand) ``handoff()``
+returns and the job runs in its own process as before, so results never depend on the server. The server refuses
+a job (the job then runs cold) when any source file it has imported from this repository changed on disk since it
+started: a copy would otherwise run the old code. A copy whose job process disappears (Snakemake cancelling a job)
+is killed with its process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+ENV = "FEDREPRO_WARM"  # the server's socket path, for the job processes
+_CHILD = "FEDREPRO_WARM_COPY"  # set in a forked copy: its handoff() returns at once
+# what every job imports before doing anything (imported once, by the server)
+PRELOAD = ("numpy", "scipy.sparse", "pandas", "torch", "matplotlib.pyplot", "jupytext", "nbformat", "nbconvert",
+           "ipykernel.inprocess.manager", "fedrepro.execute", "fedrepro.io", "fedrepro.pipeline",
+           "fedrepro.scorecard.artifact_claims", "fedrepro.notebook", "fedrepro.plotting",
+           *(f"fedrepro.{family}.artifacts" for family in ("gcca", "cvfl", "decentral", "mtl", "transfer", "adept")))
+_MAX_MESSAGE = 1 << 20
+
+
+def handoff() -> None:
+    """Run this job in a warm copy and exit with its code; return where there is no server (run cold)."""
+    path = os.environ.get(ENV)
+    if not path or os.environ.get(_CHILD):
+        return
+    try:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.connect(path)
+    except OSError:  # no server here (a cluster node, a stale variable): the job runs in this process
+        return
+    with conn:
+        request = {"argv": [os.path.abspath(sys.argv[0]), *sys.argv[1:]], "cwd": os.getcwd(), "env": dict(os.environ)}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
+        reply = _read_line(conn)
+    if reply is None or "exit" not in reply:  # refused (changed sources) or the server went away: run cold
+        return
+    os._exit(int(reply["exit"]))
+
+
+def _read_line(conn: socket.socket) -> dict | None:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = conn.recv(4096)
+        if not chunk:
+            return None
+        data += chunk
+    return json.loads(data)
+
+
+class _Server:
+    def __init__(self, path: str, parent: int):
+        self.path, self.parent = path, parent
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if os.path.exists(path):
+            os.unlink(path)
+        self.listener.bind(path)
+        self.listener.listen(64)  # jobs queue here while the libraries import
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.copies: dict[int, socket.socket] = {}
+        self.sources: dict[str, tuple[int, int]] = {}
+
+    def preload(self, root: Path):
+        """Import PRELOAD one module at a time (a generator: jobs that arrive meanwhile are served between steps,
+        with what is loaded so far), then draw once; record the repository files imported, to spot changes."""
+        import importlib
+
+        for name in PRELOAD:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - a missing optional library: the jobs that need it import it themselves
+                pass
+            self._record_sources(root)
+            yield
+        _draw_once()
+        self._record_sources(root)
+
+    def _record_sources(self, root: Path) -> None:
+        for f in _repository_sources(root):
+            self.sources.setdefault(f, _stat(f))
+
+    def changed_sources(self) -> list[str]:
+        return [f for f, st in self.sources.items() if _stat(f) != st]
+
+    def serve(self, root: Path) -> None:
+        steps = self.preload(root)
+        loading = True
+        while os.getppid() == self.parent:  # else the build ended without stopping us
+            for key, _ in self.selector.select(timeout=0 if loading else 0.2):
+                if key.fileobj is self.listener:
+                    self.accept()
+                else:  # a job process closed its end before its copy finished: cancelled
+                    self.cancel(key.fileobj)
+            self.reap()
+            if loading:
+                loading = next(steps, False) is None
+        self.shutdown()
+
+    def accept(self) -> None:
+        conn, _ = self.listener.accept()
+        msg, fds, _, _ = socket.recv_fds(conn, _MAX_MESSAGE, 3)
+        request = json.loads(msg)
+        changed = self.changed_sources()
+        if changed or len(fds) != 3:
+            conn.sendall(json.dumps({"refused": f"sources changed since the server started: {changed[:3]}"}).encode()
+                         + b"\n")
+            conn.close()
+            for fd in fds:
+                os.close(fd)
+            return
+        pid = os.fork()
+        if pid == 0:
+            self.listener.close()
+            conn.close()
+            for other in self.copies.values():
+                other.close()
+            _run_copy(request, fds)  # never returns
+        for fd in fds:
+            os.close(fd)
+        self.copies[pid] = conn
+        self.selector.register(conn, selectors.EVENT_READ, pid)
+
+    def cancel(self, conn) -> None:
+        pid = self.selector.get_key(conn).data
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def reap(self) -> None:
+        while self.copies:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.copies.pop(pid, None)
+            if conn is None:
+                continue
+            self.selector.unregister(conn)
+            code = os.waitstatus_to_exitcode(status)
+            try:
+                conn.sendall(json.dumps({"exit": code if code >= 0 else 128 - code}).encode() + b"\n")
+            except OSError:
+                pass
+            conn.close()
+
+    def shutdown(self) -> None:
+        for pid in list(self.copies):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def _run_copy(request: dict, fds: list[int]) -> None:
+    """In the forked copy: become the job process (streams, directory, environment, argv) and run its script."""
+    import atexit
+    import runpy
+    import traceback
+
+    code = 0
+    try:
+        os.setpgid(0, 0)  # the copy and whatever it starts can be killed as one group
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.environ[_CHILD] = "1"
+        sys.argv = list(request["argv"])
+        sys.path[0] = os.path.dirname(sys.argv[0])
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        if not isinstance(exit_.code, int | None):
+            print(exit_.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - the job's traceback goes to its stderr, as a fresh process would print it
+        traceback.print_exc()
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _draw_once() -> None:
+    """Save one small figure with the project's style as PDF and PNG: the first text drawn in a process loads the
+    fonts and measures glyphs (about 1 s of every figure job); the copies inherit those caches. A plain Figure (not
+    pyplot's) and a style context, so no figure number or rc setting leaks into the jobs."""
+    try:
+        import io
+
+        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
+
+        from fedrepro.plotting.style import STYLE
+
+        with plt.style.context(STYLE):
+            fig = Figure(figsize=(3, 2))
+            ax = fig.add_subplot()
+            ax.plot([1, 10, 100], [0.5, 0.25, 0.125], label="warm-up 0123456789")
+            ax.set(xscale="log", yscale="log", title="Fig. 0.1", xlabel="bits per node", ylabel="test error")
+            ax.legend()
+            for fmt in ("pdf", "png"):
+                fig.savefig(io.BytesIO(), format=fmt)
+    except Exception:  # noqa: BLE001 - only a cache: the jobs draw without it
+        pass
+
+
+def _stat(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+        return st.st_mtime_ns, st.st_size
+    except OSError:
+        return (0, -1)
+
+
+def _repository_sources(root: Path) -> list[str]:
+    """The imported modules' files inside the repository (src/fedrepro, workflow scripts): a change to one makes
+    the warm copies stale. Installed libraries are not watched (reinstalling during a build is not supported)."""
+    root = root.resolve()
+    files = []
+    for module in list(sys.modules.values()):
+        f = getattr(module, "__file__", None)
+        if f and Path(f).resolve().is_relative_to(root):
+            files.append(f)
+    return files
+
+
+def start(workdir: str | Path) -> tuple[object, str] | None:
+    """Start a server for a local build (called by the Snakefile's onstart); returns (process, socket path)."""
+    import subprocess
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(prefix="fedrepro-warm-"), "socket")
+    proc = subprocess.Popen([sys.executable, "-m", "fedrepro.warm", "serve", path, str(Path(workdir).resolve())],
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not os.path.exists(path) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    if not os.path.exists(path):
+        proc.kill()
+        return None
+    os.environ[ENV] = path
+    return proc, path
+
+
+def stop(server) -> None:
+    """Stop the server started by start() (onsuccess / onerror)."""
+    if server is None:
+        return
+    proc, path = server
+    os.environ.pop(ENV, None)
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except Exception:  # noqa: BLE001
+        proc.kill()
+    try:
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass
+
+
+def _serve(path: str, root: str) -> None:
+    server = _Server(path, os.getppid())
+    signal.signal(signal.SIGTERM, lambda *_: (server.shutdown(), os._exit(0)))
+    server.serve(Path(root))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] != "serve":
+        sys.exit("usage: python -m fedrepro.warm serve SOCKET REPOSITORY_ROOT")
+    _serve(sys.argv[2], sys.argv[3])
