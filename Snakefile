@@ -5,6 +5,8 @@ from pathlib import Path
 
 from snakemake.utils import min_version
 
+from fedrepro import warm
+
 min_version("9.0")
 
 
@@ -29,21 +31,19 @@ WARM = None
 
 onstart:
     global WARM
-    if workflow.local_exec and not workflow.remote_exec and config.get("warm", True):
-        from fedrepro import warm
-
+    if (
+        config.get("warm", True)
+        and workflow.local_exec
+        and not workflow.remote_exec
+    ):
         WARM = warm.start(ROOT)
 
 
 onsuccess:
-    from fedrepro import warm
-
     warm.stop(WARM)
 
 
 onerror:
-    from fedrepro import warm
-
     warm.stop(WARM)
 
 
