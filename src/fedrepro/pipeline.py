@@ -20,6 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from fedrepro import warm
 from fedrepro.provenance.sidecar import now_iso, write_sidecars
 from fedrepro.provenance.verify import verify_inputs
 from fedrepro.runtime import choose_device, device_description, limit_threads
@@ -64,7 +65,8 @@ def rule_run(sm, use_torch_device: bool = False, inputs=None):
         run = RuleRun(sm)
         if use_torch_device:
             run.device = choose_device(sm.config.get("device", "auto"))
-        run.log.info("rule %s started on %s with %d thread(s)", sm.rule, device_description(run.device), sm.threads)
+        run.log.info("rule %s started on %s with %d thread(s)%s", sm.rule, device_description(run.device), sm.threads,
+                     ", in a warm copy (fedrepro.warm)" if warm.is_copy() else "")
         yield run
         run.log.info("rule %s finished", sm.rule)
     except BaseException:

@@ -36,6 +36,11 @@ PRELOAD = ("numpy", "scipy.sparse", "pandas", "torch", "matplotlib.pyplot", "jup
 _MAX_MESSAGE = 1 << 20
 
 
+def is_copy() -> bool:
+    """Whether this process is a warm copy (its job's log says so)."""
+    return bool(os.environ.get(_CHILD))
+
+
 def handoff() -> None:
     """Run this job in a warm copy and exit with its code; return where there is no server (run cold)."""
     path = os.environ.get(ENV)
@@ -68,8 +73,8 @@ def _read_line(conn: socket.socket) -> dict | None:
 
 
 class _Server:
-    def __init__(self, path: str, parent: int):
-        self.path, self.parent = path, parent
+    def __init__(self, path: str, parent: int, modules=PRELOAD):
+        self.path, self.parent, self.modules = path, parent, modules
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if os.path.exists(path):
             os.unlink(path)
@@ -85,7 +90,7 @@ class _Server:
         with what is loaded so far), then draw once; record the repository files imported, to spot changes."""
         import importlib
 
-        for name in PRELOAD:
+        for name in self.modules:
             try:
                 importlib.import_module(name)
             except Exception:  # noqa: BLE001 - a missing optional library: the jobs that need it import it themselves
@@ -293,13 +298,13 @@ def stop(server) -> None:
         pass
 
 
-def _serve(path: str, root: str) -> None:
-    server = _Server(path, os.getppid())
+def _serve(path: str, root: str, modules=PRELOAD) -> None:
+    server = _Server(path, os.getppid(), modules)
     signal.signal(signal.SIGTERM, lambda *_: (server.shutdown(), os._exit(0)))
     server.serve(Path(root))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "serve":
-        sys.exit("usage: python -m fedrepro.warm serve SOCKET REPOSITORY_ROOT")
-    _serve(sys.argv[2], sys.argv[3])
+    if len(sys.argv) not in (4, 5) or sys.argv[1] != "serve":
+        sys.exit("usage: python -m fedrepro.warm serve SOCKET REPOSITORY_ROOT [MODULE,MODULE,...]")
+    _serve(sys.argv[2], sys.argv[3], *([tuple(sys.argv[4].split(","))] if len(sys.argv) == 5 else []))
