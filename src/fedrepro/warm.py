@@ -28,11 +28,14 @@ from pathlib import Path
 
 ENV = "FEDREPRO_WARM"  # the server's socket path, for the job processes
 _CHILD = "FEDREPRO_WARM_COPY"  # set in a forked copy: its handoff() returns at once
-# what every job imports before doing anything (imported once, by the server)
-PRELOAD = ("numpy", "scipy.sparse", "pandas", "torch", "matplotlib.pyplot", "jupytext", "nbformat", "nbconvert",
+# what the jobs import before doing anything, imported once by the server, cheapest and most shared first; then
+# the runner modules the registries name (with what they import: sklearn, scipy.stats, torchvision, ...)
+PRELOAD = ("numpy", "scipy.sparse", "pandas", "matplotlib.pyplot", "jupytext", "nbformat", "nbconvert",
            "ipykernel.inprocess.manager", "fedrepro.execute", "fedrepro.io", "fedrepro.pipeline",
            "fedrepro.scorecard.artifact_claims", "fedrepro.notebook", "fedrepro.plotting",
-           *(f"fedrepro.{family}.artifacts" for family in ("gcca", "cvfl", "decentral", "mtl", "transfer", "adept")))
+           *(f"fedrepro.{family}.artifacts" for family in ("gcca", "cvfl", "decentral", "mtl", "transfer", "adept")),
+           "torch", "torch._dynamo",  # torch's optimizers and torch.func import torch._dynamo on first use (2-3 s)
+           "sklearn.svm", "sklearn.manifold", "scipy.optimize", "scipy.sparse.linalg", "torchvision")
 _MAX_MESSAGE = 1 << 20
 
 
@@ -73,7 +76,7 @@ def _read_line(conn: socket.socket) -> dict | None:
 
 
 class _Server:
-    def __init__(self, path: str, parent: int, modules=PRELOAD):
+    def __init__(self, path: str, parent: int, modules: tuple[str, ...]):
         self.path, self.parent, self.modules = path, parent, modules
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if os.path.exists(path):
@@ -298,7 +301,19 @@ def stop(server) -> None:
         pass
 
 
-def _serve(path: str, root: str, modules=PRELOAD) -> None:
+def runner_modules(root: Path) -> list[str]:
+    """The modules of the runners the registries name (``runner: fedrepro.<family>.<module>:<function>``)."""
+    import re
+
+    found = []
+    for registry in sorted(Path(root, "config", "papers").glob("*.yaml")):
+        found += re.findall(r"^\s*runner:\s*([\w.]+):", registry.read_text(), flags=re.M)
+    return list(dict.fromkeys(found))
+
+
+def _serve(path: str, root: str, modules: tuple[str, ...] | None = None) -> None:
+    if modules is None:
+        modules = (*PRELOAD, *runner_modules(Path(root)))
     server = _Server(path, os.getppid(), modules)
     signal.signal(signal.SIGTERM, lambda *_: (server.shutdown(), os._exit(0)))
     server.serve(Path(root))
