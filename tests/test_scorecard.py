@@ -193,3 +193,44 @@ def test_row_keys_skip_columns_that_tell_no_more_rows_apart():
     frame = pd.DataFrame({"configuration": ["a"] * 4, "n1": [1, 1, 2, 2], "n2": [1, 1, 2, 2], "db": [5, 9, 5, 9],
                           "x": [1.0, 2.0, 3.0, 4.0]})
     assert row_keys(frame, exclude=["x"]) == ["n1", "db"]
+
+
+def _row_keys_by_drop_duplicates(frame, exclude=()):
+    """The definition row_keys implements: distinct rows counted by pandas' drop_duplicates."""
+    from fedrepro.scorecard.evaluate import _NOT_KEYS
+
+    keys, told_apart = [], 1
+    for col in frame.columns:
+        if str(col) in _NOT_KEYS or col in exclude or str(col).endswith(("_std", "_sd")):
+            continue
+        distinct = len(frame.drop_duplicates(subset=[*keys, col]))
+        if distinct > told_apart:
+            keys.append(col)
+            told_apart = distinct
+            if len(keys) == 2 or distinct == len(frame):
+                break
+    return keys
+
+
+def test_row_keys_count_distinct_rows_as_drop_duplicates_does():
+    import numpy as np
+    import pandas as pd
+
+    from fedrepro.scorecard.evaluate import row_keys
+
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        n = int(rng.integers(0, 30))
+        cols = {
+            "method": rng.choice(["a", "b", "c"], n),
+            "k": rng.integers(0, 3, n),
+            "x": np.where(rng.random(n) < 0.3, np.nan, rng.integers(0, 2, n).astype(float)),
+            "flag": rng.random(n) < 0.5,
+            "value": rng.normal(size=n).round(int(rng.integers(0, 2))),
+            "value_std": rng.random(n),
+            "configuration": rng.choice(["as-stated", "calibrated"], n),
+        }
+        order = list(rng.permutation(list(cols)))
+        frame = pd.DataFrame({c: cols[c] for c in order})
+        exclude = [c for c in order if rng.random() < 0.2]
+        assert row_keys(frame, exclude=exclude) == _row_keys_by_drop_duplicates(frame, exclude), (trial, order)

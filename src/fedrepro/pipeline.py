@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,7 @@ def rule_run(sm, use_torch_device: bool = False, inputs=None):
     `inputs` (e.g. ``sm.input``): checked with `verify_inputs` first, so a job never reads a file whose bytes
     changed since its sidecar was written (the error names the file, both hashes and the rebuild command).
     """
+    t0, c0 = time.perf_counter(), time.process_time()
     log_path = Path(sm.log[0]) if len(sm.log) else None
     stream = open(log_path, "w") if log_path else None
     old_out, old_err = sys.stdout, sys.stderr
@@ -68,7 +70,8 @@ def rule_run(sm, use_torch_device: bool = False, inputs=None):
         run.log.info("rule %s started on %s with %d thread(s)%s", sm.rule, device_description(run.device), sm.threads,
                      ", in a warm copy (fedrepro.warm)" if warm.is_copy() else "")
         yield run
-        run.log.info("rule %s finished", sm.rule)
+        run.log.info("rule %s finished (%.1f s, %.1f CPU s in this process)", sm.rule, time.perf_counter() - t0,
+                     time.process_time() - c0)
     except BaseException:
         logging.getLogger("fedrepro").exception("rule %s failed", sm.rule)
         raise

@@ -90,15 +90,21 @@ def row_keys(frame: pd.DataFrame, exclude=()) -> list[str]:
     n1) are skipped."""
     keys: list[str] = []
     told_apart = 1
+    key_codes = np.zeros(len(frame), dtype=np.int64)  # rows with equal codes agree on every chosen key
     for col in frame.columns:
         name = str(col)
         if name in _NOT_KEYS or col in exclude or name.endswith(("_std", "_sd")):
             continue
-        distinct = len(frame.drop_duplicates(subset=[*keys, col]))
+        # the number of distinct (keys..., col) rows, as frame.drop_duplicates(subset=[*keys, col]) counts them
+        # (pandas factorizes each column for that too; NaN equals NaN), without building a frame per column
+        codes = pd.factorize(frame[col], use_na_sentinel=False)[0].astype(np.int64)
+        pairs, combined = np.unique(key_codes * (int(codes.max(initial=0)) + 1) + codes, return_inverse=True)
+        distinct = len(pairs)
         if distinct <= told_apart:
             continue
         keys.append(col)
         told_apart = distinct
+        key_codes = combined.astype(np.int64)
         if len(keys) == 2 or distinct == len(frame):
             break
     return keys
