@@ -23,18 +23,22 @@ include: "workflow/rules/run.smk"
 include: "workflow/rules/render.smk"
 
 
-# Warm job starts (fedrepro.warm): a local build's run and render jobs start as copies of one process that has
-# imported the libraries once (3-4 s a job otherwise).  Not on a cluster, not for dry runs; `--config warm=false`
-# switches it off.
+# Warm job starts (fedrepro.warm): a local build's run, render and data jobs start as copies of one process that
+# has imported the libraries once (3-4 s a job otherwise).  Only for a local build of at least WARM_MIN_JOBS such
+# jobs: the server's own imports cost about as much CPU as four cold starts.  `--config warm=false` switches it off.
 WARM = None
+WARM_RULES = {"run", "render_figure", "render_table", "data_fetch", "data_prepare"}
+WARM_MIN_JOBS = 5
 
 
 onstart:
     global WARM
+    jobs = sum(job.rule.name in WARM_RULES for job in workflow.dag.needrun_jobs())
     if (
         config.get("warm", True)
         and workflow.local_exec
         and not workflow.remote_exec
+        and jobs >= WARM_MIN_JOBS
     ):
         WARM = warm.start(ROOT)
 

@@ -226,3 +226,37 @@ def test_audit_passes_then_detects_a_tampered_input_and_output(smoke_run):
 def test_audit_unknown_target_is_a_clear_error(smoke_run):
     proc = _audit(smoke_run, "thesis:table9.9")
     assert proc.returncode == 2 and "python -m fedrepro list" in proc.stderr
+
+
+def test_local_build_jobs_start_warm_and_give_what_cold_jobs_give(smoke_run):
+    """The smoke build's jobs ran as warm copies (fedrepro.warm); two of its runs rerun cold give the same rows
+    except the timing columns."""
+    import shutil
+
+    import pandas as pd
+
+    from fedrepro.io import TIMING_COLUMNS
+
+    logs = [p for p in (smoke_run / "results/smoke").glob("*/logs/*/**/*.log") if "rule " in p.read_text()]
+    warm = [p for p in logs if "in a warm copy (fedrepro.warm)" in p.read_text()]
+    assert len(warm) >= 0.8 * len(logs), f"{len(warm)} of {len(logs)} job logs say warm"
+    runs = [smoke_run / f"results/smoke/thesis/runs/{e}/as-stated.csv" for e in ("fig4_1", "fig3_4")]
+    saved = {}
+    for csv in runs:
+        for f in (csv, csv.with_name(csv.name + ".prov.json")):
+            saved[f] = f.with_name(f.name + ".warm")
+            shutil.copy2(f, saved[f])
+    try:
+        snakemake("--cores", "2", "-f", *[str(p.relative_to(smoke_run)) for p in runs], "--config", "scale=smoke",
+                  "warm=false", cwd=smoke_run)
+        for csv in runs:
+            log = smoke_run / "results/smoke/thesis/logs/runs" / csv.parent.name / "as-stated.log"
+            assert "warm copy" not in log.read_text()
+            cold, warm_rows = pd.read_csv(csv), pd.read_csv(saved[csv])
+            keep = [c for c in cold.columns if c not in TIMING_COLUMNS]
+            pd.testing.assert_frame_equal(cold[keep], warm_rows[keep])
+    finally:
+        for f, copy in saved.items():
+            shutil.copy2(copy, f)
+            copy.unlink()
+    assert _planned_rules(smoke_run, "all") == {}

@@ -255,13 +255,14 @@ def _stat(path: str) -> tuple[int, int]:
 
 
 def _repository_sources(root: Path) -> list[str]:
-    """The imported modules' files inside the repository (src/fedrepro, workflow scripts): a change to one makes
-    the warm copies stale. Installed libraries are not watched (reinstalling during a build is not supported)."""
-    root = root.resolve()
+    """The imported modules' files in the repository (the workflow's scripts and, wherever it is installed from,
+    the fedrepro package): a change to one makes the warm copies stale. Other installed libraries are not
+    watched (reinstalling them during a build is not supported)."""
+    watched = (root.resolve(), Path(__file__).resolve().parent)
     files = []
     for module in list(sys.modules.values()):
         f = getattr(module, "__file__", None)
-        if f and Path(f).resolve().is_relative_to(root):
+        if f and any(Path(f).resolve().is_relative_to(w) for w in watched):
             files.append(f)
     return files
 
