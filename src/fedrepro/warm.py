@@ -227,14 +227,16 @@ def _draw_once() -> None:
     fonts and measures glyphs (about 1 s of every figure job); the copies inherit those caches. A plain Figure (not
     pyplot's) and a style context, so no figure number or rc setting leaks into the jobs."""
     try:
+        import importlib
         import io
 
         import matplotlib.pyplot as plt
         from matplotlib.figure import Figure
 
-        from fedrepro.plotting.style import STYLE
-
-        with plt.style.context(STYLE):
+        # by name, like PRELOAD: an import statement would put the plotting modules into every job's code
+        # dependencies (fedrepro.codedeps follows function-local imports), so a run would rerun on a style edit
+        style = importlib.import_module("fedrepro.plotting.style").STYLE
+        with plt.style.context(style):
             fig = Figure(figsize=(3, 2))
             ax = fig.add_subplot()
             ax.plot([1, 10, 100], [0.5, 0.25, 0.125], label="warm-up 0123456789")
