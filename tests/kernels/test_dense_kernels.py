@@ -125,3 +125,110 @@ def test_top_magnitudes_is_torch_topk_where_unique_and_declines_ties_and_nan():
     assert not top_magnitudes(nan.numpy(), 10, idx.numpy())
     for y in (x, tie, nan, torch.zeros(5, 7840)):      # the backend falls back to torch.topk: the same answer always
         assert torch.equal(bk.largest_abs_k(y, 10), torch.topk(y.abs(), 10, dim=1, sorted=False).indices)
+
+
+def _residuals_numpy(Wm, x, y):
+    """softmax(x W) - onehot(y) with NumPy's operations (models.logreg without the kernels)."""
+    from fedrepro.models.logreg import softmax_regression_residuals
+
+    return softmax_regression_residuals(Wm, x, y, compiled=None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("C", [2, 7, 10, 17, 128])
+def test_softmax_residual_loops_are_numpys_to_the_bit(dtype, C):
+    """Max, NumPy's pairwise row sum (one 8-way pass up to 128 entries) and the label subtraction; a NaN row stays
+    NaN as with NumPy."""
+    from fedrepro.kernels import dense
+    from fedrepro.models.logreg import softmax_regression_residuals
+
+    rng = np.random.default_rng(C)
+    n, b, p = 6, 5, 40
+    x = rng.random((n, b, p)).astype(dtype)
+    Wm = (4 * rng.standard_normal((n, p, C))).astype(dtype)
+    y = rng.integers(0, C, size=(n, b))
+    x[2, 3, 7] = np.nan
+    want = _residuals_numpy(Wm, x, y)
+    got = softmax_regression_residuals(Wm, x, y, compiled=dense)
+    assert np.isnan(want[2, 3]).all()
+    ok = ~np.isnan(want)
+    assert np.isnan(got[~ok]).all()
+    assert np.array_equal(got[ok].view(np.uint8), want[ok].view(np.uint8))    # every bit, signed zeros included
+
+
+def _outer_cases():
+    from fedrepro.models.logreg import MAX_OUTER_BATCH
+
+    for dtype in (np.float32, np.float64):
+        for b in range(1, MAX_OUTER_BATCH[np.dtype(dtype)] + 1):
+            for C in (2, 10):
+                yield dtype, b, C
+
+
+@pytest.mark.parametrize("dtype,b,C", list(_outer_cases()))
+@pytest.mark.parametrize("nesterov,wd", [(True, 0.0), (False, 0.0), (True, 1e-3)])
+def test_outer_momentum_step_is_blas_then_the_momentum_pass_to_the_bit(dtype, b, C, nesterov, wd):
+    """G = aᵀ z / b formed inside the momentum pass: the same bits as BLAS's product (OuterGradient.dense: the
+    gemm sums the batch as one chain of fused multiply-adds for every b up to MAX_OUTER_BATCH) followed by
+    momentum_step; zeros in a (MNIST's background pixels) make signed-zero products, which must keep their sign."""
+    from fedrepro.kernels.dense import momentum_step, outer_momentum_step
+    from fedrepro.models.logreg import OuterGradient
+
+    rng = np.random.default_rng(b)
+    n, p = 7, 61
+    a = (rng.random((n, b, p)) * (rng.random((n, b, p)) < 0.5)).astype(dtype)
+    z = rng.standard_normal((n, b, C)).astype(dtype)
+    z[0, :, 1] = -0.0
+    X, V = (rng.standard_normal((n, p * C)).astype(dtype) for _ in range(2))
+    V[0] = 0.0
+    f = np.dtype(dtype).type
+    scalars = (f(0.9 * 1.0137), f(0.9), f(-0.0123), f(wd), nesterov)
+    Xk, Vk = X.copy(), V.copy()
+    G = OuterGradient(a, z).dense().numpy()
+    momentum_step(X.reshape(-1), V.reshape(-1), G.reshape(-1), *scalars)
+    outer_momentum_step(Xk, Vk, a, z, f(b), *scalars)
+    assert np.array_equal(X.view(np.uint8), Xk.view(np.uint8)) and np.array_equal(V.view(np.uint8), Vk.view(np.uint8))
+
+
+def test_outer_gradient_dense_is_the_plain_formula():
+    """An independent check of the layout: G_i = x_iᵀ z_i / b, row-major (p, C), against einsum in float64."""
+    from fedrepro.models.logreg import OuterGradient
+
+    rng = np.random.default_rng(0)
+    a, z = rng.random((3, 4, 9)), rng.standard_normal((3, 4, 5))
+    G = OuterGradient(a, z).dense().numpy()
+    np.testing.assert_allclose(G, np.einsum("ijp,ijc->ipc", a, z).reshape(3, 45) / 4, rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["squarm", "vanilla"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_mnist_engine_with_the_fused_gradient_is_identical_without_the_kernels(method, dtype, monkeypatch):
+    """MnistTask hands the engine an OuterGradient: formed in the compiled pass with the kernels on (checked: the
+    pass runs), by BLAS with them off; iterates, momentum, copies and sync logs agree to the bit."""
+    from types import SimpleNamespace
+
+    from fedrepro.decentral.experiments import MnistTask
+    from fedrepro.kernels import dense
+
+    rng = np.random.default_rng(3)
+    x = (np.round(rng.random((600, 50)) * (rng.random((600, 50)) < 0.4) * 255) / 255).astype(np.float32)
+    split = SimpleNamespace(x_train=x, y_train=np.arange(600) % 10, x_test=x[:50], y_test=np.arange(50) % 10,
+                            n_classes=10)
+    calls = []
+    monkeypatch.setattr(dense, "outer_momentum_step",
+                        lambda *a, _f=dense.outer_momentum_step: calls.append(1) or _f(*a))
+    cfg = method_config(method, gamma=1.0, k=10, H=5 if method == "squarm" else None)
+    runs = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv("FEDREPRO_KERNELS", flag)
+        calls.clear()
+        task = MnistTask(split, 6, "sorted", 5, 0, train_eval=50, dtype=dtype)
+        eng = DecentralEngine(ring(6).W, task.x0(), cfg, InverseLR(), SqrtStepThreshold(c0=100.0, every=1000)
+                              if method == "squarm" else None, generator=torch.Generator().manual_seed(7))
+        for _ in range(40):
+            eng.step(task.grad)
+        runs.append(eng)
+        assert bool(calls) == (flag == "1")
+    a, b = runs
+    assert torch.equal(a.X, b.X) and torch.equal(a.V, b.V) and torch.equal(a.xhat, b.xhat)
+    assert a.sync_log == b.sync_log and np.abs(a.X.numpy()).max() > 1e-3

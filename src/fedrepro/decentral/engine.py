@@ -26,6 +26,7 @@ from fedrepro import kernels
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
 from fedrepro.decentral.mixing import DenseMixer, make_mixer, neighbour_lists
 from fedrepro.decentral.trigger import TriggerReference, trigger_mask
+from fedrepro.models.logreg import OuterGradient
 
 if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
     from fedrepro.kernels import dense  # noqa: F401
@@ -149,17 +150,14 @@ class DecentralEngine:
         return self.X.mean(dim=0)
 
     def step(self, grad_fn) -> dict:
+        """One iteration. ``grad_fn(X, t)`` returns the stacked minibatch gradients (n, d), a tensor or a
+        fedrepro.models.logreg.OuterGradient (formed here: inside the compiled momentum pass, or with dense())."""
         cfg, t = self.cfg, self.t
         eta = float(self.lr(t))
         eta_prev = eta if self.eta_prev is None else self.eta_prev    # A-03
         G = grad_fn(self.X, t)
         corr = (eta_prev / eta) if cfg.lr_correction else 1.0
-        if self._compiled and self._fuse_ok(G):
-            f = self._scalar
-            self._fused.momentum_step(self.X.view(-1).numpy(), self.V.view(-1).numpy(), G.reshape(-1).numpy(),
-                          f(cfg.beta * corr), f(cfg.beta), f(-eta), f(cfg.weight_decay), bool(cfg.nesterov))
-        else:
-            self._momentum_torch(G, corr, eta)
+        self._momentum(G, corr, eta)
         info = {"t": t, "eta": eta, "sync": False}
         if (t + 1) % cfg.H == 0:
             info.update(self._sync(self.X, t, eta))
@@ -167,9 +165,29 @@ class DecentralEngine:
         self.t += 1
         return info
 
+    def _momentum(self, G: torch.Tensor | OuterGradient, corr: float, eta: float) -> None:
+        """v = β (η_{t-1}/η_t) v + g;  x = x - η (β v + g) (or x - η v): one compiled pass where it applies (the
+        gradient formed inside it where it comes as an OuterGradient), else torch's operations."""
+        cfg, f = self.cfg, self._scalar
+        scalars = (f(cfg.beta * corr), f(cfg.beta), f(-eta), f(cfg.weight_decay), bool(cfg.nesterov))
+        if isinstance(G, OuterGradient):
+            if self._compiled and self._outer_ok(G):
+                self._fused.outer_momentum_step(self.X.numpy(), self.V.numpy(), G.a, G.z, f(G.batch), *scalars)
+                return
+            G = G.dense()
+        if self._compiled and self._fuse_ok(G):
+            self._fused.momentum_step(self.X.view(-1).numpy(), self.V.view(-1).numpy(), G.reshape(-1).numpy(),
+                                      *scalars)
+        else:
+            self._momentum_torch(G, corr, eta)
+
     def _fuse_ok(self, G: torch.Tensor) -> bool:
         return (G.device.type == "cpu" and G.dtype == self.dtype and G.is_contiguous() and not G.requires_grad
                 and G.shape == self.X.shape)
+
+    def _outer_ok(self, G: OuterGradient) -> bool:
+        return (G.shape == tuple(self.X.shape) and G.a.dtype == G.z.dtype == self.X.numpy().dtype
+                and G.a.flags.c_contiguous and G.z.flags.c_contiguous)
 
     def _momentum_torch(self, G: torch.Tensor, corr: float, eta: float) -> None:
         """The momentum and Nesterov steps as torch operations (the compiled kernel's reference)."""

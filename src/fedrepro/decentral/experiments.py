@@ -22,6 +22,7 @@ from fedrepro.decentral.engine import ALGORITHMS, DecentralEngine, algorithm_con
 from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
 from fedrepro.methods import Method, methods_of
+from fedrepro.models.logreg import OuterGradient
 from fedrepro.runtime import compute_clock, rng_stream
 
 # What `run` reads (thesis.yaml fig3_1 ... fig3_4_trigger), checked when the registry loads; format:
@@ -153,8 +154,9 @@ class MnistTask:
     def x0(self) -> torch.Tensor:
         return torch.zeros(self.n, self.d, dtype=self.dtype)
 
-    def grad(self, X: torch.Tensor, t: int) -> torch.Tensor:
-        """The minibatch gradient, written into a buffer of the task: valid until the next call."""
+    def grad(self, X: torch.Tensor, t: int) -> torch.Tensor | OuterGradient:
+        """The minibatch gradient, written into a buffer of the task: valid until the next call. On the CPU
+        without autograd it is an OuterGradient (the engine forms it in its momentum pass, or calls dense())."""
         idx = self.sampler()
         flat = idx.reshape(-1)
         if X.device.type != "cpu" or X.requires_grad:
@@ -168,7 +170,7 @@ class MnistTask:
         # rows into a kept buffer: a fresh 1 MB tensor page-faults on every call
         xb = torch.index_select(self.x, 0, flat, out=self._xbuf).view(*idx.shape, -1)
         yb = self.y.index_select(0, flat).view(idx.shape)
-        return self._grad(X, xb, yb, self.C, out=self._gbuf, xt=self._xt)
+        return self._grad(X, xb, yb, self.C, out=self._gbuf, xt=self._xt, lazy=True)
 
     @torch.no_grad()
     def evaluate(self, w: torch.Tensor) -> dict:

@@ -6,12 +6,20 @@ same operations on the same values, one element at a time, so the engine's traje
 
 - ``momentum_step``: v = (v c) + g;  x = fma(fma(v, β, g), -η, x)  (Nesterov)  or  x = fma(v, -η, x),
   with g = (x wd) + g first when weight decay is on — one pass where torch makes four or five.
+- ``outer_momentum_step``: momentum_step with g = (aᵀ z) / b formed on the fly for a gradient that is a sum of
+  b outer products per node (the logistic-regression minibatch gradient, fedrepro.models.logreg.OuterGradient):
+  each entry as BLAS's sgemm forms it at these shapes (a chain of fused multiply-adds over the batch, starting
+  from +0, then the division by b), so G is never written to memory, read back, divided and read again.
+- ``subtract_row_max`` / ``normalize_residuals``: the softmax residuals' small NumPy passes around np.exp
+  (Z -= max; Z /= Σ, NumPy's pairwise order; Z[label] -= 1) in two loops instead of six NumPy calls.
 - ``gossip_add``: x_i += γ (((w_i1 y_j1 + w_i2 y_j2) + ...) - y_i) over each row's neighbour list (padded with
   zero weights), the GatherMixer/SliceMixer sums (fedrepro.decentral.mixing), the difference, the γ product
   (skipped for γ = 1, as the engine skips it) and the update of x in one pass instead of eight.
 """
 
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
@@ -35,6 +43,106 @@ def momentum_step(x, v, g, c, beta, neg_eta, wd, nesterov):
             x[i] = fma(fma(vi, beta, gi), neg_eta, x[i])
         else:
             x[i] = fma(vi, neg_eta, x[i])
+
+
+@_jit
+def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov):
+    """momentum_step on x, v (n, p C) with g_i = (a_iᵀ z_i) / b, a (n, B, p), z (n, B, C), b a scalar of x's dtype.
+
+    Per node the p x C products are summed in a C x p scratch (rows of a are contiguous, so the B-term chains
+    vectorize over p), then transposed into a row of x's layout, then the momentum pass as in momentum_step."""
+    n, B, P = a.shape
+    C = z.shape[2]
+    gT = np.empty((C, P), dtype=x.dtype)
+    g = np.empty(P * C, dtype=x.dtype)
+    use_wd = wd != 0
+    for i in range(n):
+        xi, vi, ai, zi = x[i], v[i], a[i], z[i]
+        for k in range(C):
+            row = gT[k]
+            for q in range(P):
+                row[q] = 0.0
+            for j in range(B):
+                zk = zi[j, k]
+                aj = ai[j]
+                for q in range(P):
+                    row[q] = fma(aj[q], zk, row[q])
+        for q in range(P):
+            for k in range(C):
+                g[q * C + k] = gT[k, q]
+        for e in range(P * C):
+            ge = g[e] / b
+            if use_wd:
+                ge = xi[e] * wd + ge
+            ve = vi[e] * c + ge
+            vi[e] = ve
+            if nesterov:
+                xi[e] = fma(fma(ve, beta, ge), neg_eta, xi[e])
+            else:
+                xi[e] = fma(ve, neg_eta, xi[e])
+
+
+# NumPy sums a row of at most this many entries with one 8-way unrolled pass (pairwise_sum's base case)
+PAIRWISE_BLOCK = 128
+
+
+@_jit
+def _pairwise_sum(row):
+    """NumPy's float add.reduce of a contiguous row of n <= PAIRWISE_BLOCK entries: left to right below 8,
+    else eight running sums combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the tail."""
+    n = row.shape[0]
+    if n < 8:
+        res = row[0]
+        for k in range(1, n):
+            res = res + row[k]
+        return res
+    r0, r1, r2, r3 = row[0], row[1], row[2], row[3]
+    r4, r5, r6, r7 = row[4], row[5], row[6], row[7]
+    m = n - n % 8
+    for k in range(8, m, 8):
+        r0 += row[k]
+        r1 += row[k + 1]
+        r2 += row[k + 2]
+        r3 += row[k + 3]
+        r4 += row[k + 4]
+        r5 += row[k + 5]
+        r6 += row[k + 6]
+        r7 += row[k + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for k in range(m, n):
+        res += row[k]
+    return res
+
+
+@_jit
+def subtract_row_max(Z):
+    """Z (n, b, C) -= its maximum over the last axis (NaN where a row holds one, as NumPy's max)."""
+    n, B, C = Z.shape
+    for i in range(n):
+        for j in range(B):
+            row = Z[i, j]
+            m = row[0]
+            nan = m != m
+            for k in range(1, C):
+                if row[k] > m:
+                    m = row[k]
+                elif row[k] != row[k]:
+                    nan = True
+            for k in range(C):
+                row[k] = math.nan if nan else row[k] - m
+
+
+@_jit
+def normalize_residuals(Z, y):
+    """Z (n, b, C) /= its sum over the last axis (C <= PAIRWISE_BLOCK), then Z[i, j, y[i, j]] -= 1."""
+    n, B, C = Z.shape
+    for i in range(n):
+        for j in range(B):
+            row = Z[i, j]
+            s = _pairwise_sum(row)
+            for k in range(C):
+                row[k] = row[k] / s
+            row[y[i, j]] -= 1.0    # in float64 then rounded: float32's z - 1 exactly (53 >= 2·24 + 2)
 
 
 @_jit

@@ -6,37 +6,98 @@ twice as fast as torch.bmm for these shapes on this machine); the result is a to
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
+from fedrepro import kernels
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import dense  # noqa: F401
+
+
+# The gemm that forms aᵀz (OpenBLAS here) sums each entry over the batch as one chain of fused multiply-adds from
+# +0 for at least C >= 2 classes and batches below 32 (float32) / 16 (float64); from there, and for C = 1 (a
+# matrix-vector product), it splits the sum differently. The compiled pass takes batches up to half those sizes
+# (tests/kernels/test_dense_kernels.py checks every one, to the bit); others are always formed by BLAS.
+MAX_OUTER_BATCH = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
+
+
+class OuterGradient:
+    """The CPU minibatch gradient G_i = a_iᵀ z_i / b per node, not formed yet: a (n, b, p) the rows, z (n, b, C)
+    the residuals softmax - one-hot, G (n, p*C). A decentral grad_fn may return this instead of a tensor: the
+    engine's compiled momentum pass forms G entry by entry (fedrepro.kernels.dense.outer_momentum_step) instead
+    of writing G, dividing it and reading it back; ``dense()`` forms it with BLAS, the same bits.
+
+    Valid until the task's next gradient call (the arrays are the task's buffers)."""
+
+    def __init__(self, a: np.ndarray, z: np.ndarray, out: torch.Tensor | None = None, xt: np.ndarray | None = None):
+        self.a, self.z = a, z
+        self._out, self._xt = out, xt
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        n, _, p = self.a.shape
+        return n, p * self.z.shape[2]
+
+    @property
+    def batch(self) -> int:
+        return self.a.shape[1]
+
+    def dense(self) -> torch.Tensor:
+        """G as a tensor (n, p*C): xt @ z with xt = aᵀ copied to (n, p, b) first (BLAS's non-transposed small
+        kernel is about three times faster than its transposed one at these shapes, and the copy costs less than
+        the difference; the products and sums are the same, and so are the bits), then G /= b."""
+        a, z = self.a, self.z
+        n, b, p = a.shape
+        C = z.shape[2]
+        xt = self._xt if self._xt is not None else np.empty((n, p, b), dtype=a.dtype)
+        for j in range(b):
+            np.copyto(xt[:, :, j], a[:, j, :])
+        G = np.matmul(xt, z, out=None if self._out is None else self._out.numpy().reshape(n, p, C))
+        G = G.reshape(n, p * C)
+        G /= b
+        return torch.from_numpy(G) if self._out is None else self._out
+
+
+def softmax_regression_residuals(Wm: np.ndarray, x: np.ndarray, y: np.ndarray, compiled=None) -> np.ndarray:
+    """z = softmax(x W) - onehot(y) per node: Wm (n, p, C), x (n, b, p), y (n, b) -> (n, b, C) (NumPy, CPU).
+
+    ``compiled``: fedrepro.kernels.dense, whose two loops do the small passes around np.exp (the same bits)."""
+    n, b, _ = x.shape
+    Z = np.matmul(x, Wm)
+    if compiled is not None and Z.shape[2] <= compiled.PAIRWISE_BLOCK:
+        compiled.subtract_row_max(Z)
+        np.exp(Z, out=Z)
+        compiled.normalize_residuals(Z, y)
+        return Z
+    Z -= Z.max(axis=2, keepdims=True)
+    np.exp(Z, out=Z)
+    Z /= Z.sum(axis=2, keepdims=True)
+    Z[np.arange(n)[:, None], np.arange(b)[None, :], y] -= 1.0
+    return Z
+
 
 def softmax_regression_grad(X: torch.Tensor, xb: torch.Tensor, yb: torch.Tensor, n_classes: int,
-                            out: torch.Tensor | None = None, xt: np.ndarray | None = None) -> torch.Tensor:
+                            out: torch.Tensor | None = None, xt: np.ndarray | None = None, *,
+                            lazy: bool = False) -> torch.Tensor | OuterGradient:
     """Mean cross-entropy gradient per node.  X (n, p*C), xb (n, b, p), yb (n, b) int -> (n, p*C).
 
-    CPU: G = xᵀZ / b per node is computed as xt @ Z with xt = xᵀ copied to (n, p, b) first: BLAS's
-    non-transposed small kernel is about three times faster than its transposed one at these shapes, and the
-    copy (b column copies) costs less than the difference; the products and sums are the same, and so are the
-    bits. `out` (a CPU tensor (n, p*C) of X's dtype) and `xt` (a numpy array (n, p, b)) are buffers to write
-    into, since a fresh 1.9 MB array costs about as much as the product that fills it (page faults)."""
+    CPU, no autograd: through NumPy (`OuterGradient.dense`). `out` (a CPU tensor (n, p*C) of X's dtype) and `xt`
+    (a numpy array (n, p, b)) are buffers to write into, since a fresh 1.9 MB array costs about as much as the
+    product that fills it (page faults). ``lazy``: return the OuterGradient where its compiled pass applies
+    (float32/float64, b <= MAX_OUTER_BATCH, C >= 2) rather than the tensor."""
     n, b, p = xb.shape
     if X.device.type == "cpu" and not X.requires_grad:
-        Wm = X.numpy().reshape(n, p, n_classes)
         x = xb.numpy()
-        Z = np.matmul(x, Wm)
-        Z -= Z.max(axis=2, keepdims=True)
-        np.exp(Z, out=Z)
-        Z /= Z.sum(axis=2, keepdims=True)
-        y = yb.numpy()
-        Z[np.arange(n)[:, None], np.arange(b)[None, :], y] -= 1.0
-        if xt is None:
-            xt = np.empty((n, p, b), dtype=x.dtype)
-        for j in range(b):
-            np.copyto(xt[:, :, j], x[:, j, :])
-        G = np.matmul(xt, Z, out=None if out is None else out.numpy().reshape(n, p, n_classes))
-        G = G.reshape(n, p * n_classes)
-        G /= b
-        return torch.from_numpy(G) if out is None else out
+        fusable = (lazy and x.dtype == X.numpy().dtype and b <= MAX_OUTER_BATCH.get(x.dtype, 0)
+                   and n_classes >= 2)
+        # the residual loops where the engine's compiled pass will take the gradient (numba is loaded anyway)
+        compiled = kernels.compiled("dense", X.numel()) if fusable else None
+        Z = softmax_regression_residuals(X.numpy().reshape(n, p, n_classes), x, yb.numpy(), compiled)
+        grad = OuterGradient(x, Z, out, xt)
+        return grad if fusable else grad.dense()
     Wm = X.view(n, p, n_classes)
     P = torch.softmax(torch.bmm(xb, Wm), dim=2)
     P.scatter_add_(2, yb.unsqueeze(2), torch.full((n, b, 1), -1.0, dtype=P.dtype, device=P.device))
