@@ -1,5 +1,7 @@
 """ADEPT-AE experiments: Table 1 (synthetic linear AE) and Table 2 (MNIST / Fashion-MNIST / CIFAR-10, one class
-per client), with local training, FedAvg / global training and the paper's Baseline (adept.md 5.2, 5.3)."""
+per client), with local training, FedAvg / global training and the paper's Baseline (adept.md 5.2, 5.3).
+
+Both runners train on `ctx.device`; the random numbers are drawn on the CPU as before and moved (adept/fed.py)."""
 
 from __future__ import annotations
 
@@ -73,11 +75,12 @@ def fed_config(method: str, p: dict, **kw) -> FedConfig:
 
 def run_method(method: str, make_model, train_data: ClientData, test_data: ClientData, p: dict, seed: int,
                rng: np.random.Generator, *, frozen=(), set_params=None, full_batch: bool = False) -> torch.Tensor:
-    """Train one method on stacked clients; returns the per-client test energy %."""
+    """Train one method on stacked clients, on the device of `train_data`; returns the per-client test energy %."""
     same = method in ("fedavg", "global")
-    base, theta = stacked_init(make_model, train_data.m, 1000 * seed, same)
+    device = train_data.device
+    base, theta = stacked_init(make_model, train_data.m, 1000 * seed, same, device)
     torch.manual_seed(1000 * seed + 999)
-    mu0 = {k: v.detach()[:1] for k, v in stacked_init(make_model, 1, 1000 * seed + 777, True)[1].items()}
+    mu0 = {k: v.detach()[:1] for k, v in stacked_init(make_model, 1, 1000 * seed + 777, True, device)[1].items()}
     if set_params is not None:
         set_params(theta)
     fwd = client_forward(base)
@@ -133,7 +136,7 @@ BASELINES = {
 }
 
 
-def run_table1(p: dict, rng_for) -> list[dict]:
+def run_table1(p: dict, rng_for, device: str = "cpu") -> list[dict]:
     rows = []
     d, k, m = int(p["d"]), int(p["latent"]), int(p["m"])
     reading = p.get("baseline_decoder", "frozen")
@@ -146,7 +149,7 @@ def run_table1(p: dict, rng_for) -> list[dict]:
             rng = rng_for(a, seed)
             x_tr, x_te, wi, bi, s_tr = synthetic_clients(m, d, k, int(p["n_train"]), int(p["n_test"]), p["sigma_mu"],
                                                          float(sstar), rng)
-            tr, te = ClientData(list(x_tr)), ClientData(list(x_te))
+            tr, te = ClientData(list(x_tr), device=device), ClientData(list(x_te), device=device)
             snr = 20 * np.log10(p["sigma_mu"] / float(sstar))
             scale = s_tr if as_drawn else np.ones(m)
 
@@ -169,7 +172,7 @@ def run_table1(p: dict, rng_for) -> list[dict]:
 
 # ---- Table 2: real data, one class per client ---------------------------------------------------------------
 
-def run_table2(p: dict, split, rng_for) -> list[dict]:
+def run_table2(p: dict, split, rng_for, device: str = "cpu") -> list[dict]:
     """split: fedrepro.data Split (x in [0, 1], channels first).  One row per (latent, method, seed)."""
     from fedrepro.data.partition import one_class_per_client
 
@@ -181,12 +184,14 @@ def run_table2(p: dict, split, rng_for) -> list[dict]:
         prng = rng_for("partition", seed) if layout == "block" else None
         parts_tr = one_class_per_client(split.y_train, int(p["m"]), data_ratio=p["data_ratio"], layout=layout, rng=prng)
         parts_te = one_class_per_client(split.y_test, int(p["m"]), data_ratio=p["test_ratio"], layout=layout, rng=prng)
-        tr = ClientData([split.x_train[i] for i in parts_tr])
-        te = ClientData([split.x_test[i] for i in parts_te])
+        tr = ClientData([split.x_train[i] for i in parts_tr], device=device)
+        te = ClientData([split.x_test[i] for i in parts_te], device=device)
         n_classes = len(np.unique(split.y_train))
         whole = float(p.get("baseline_ratio", 1.0))
-        b_tr = ClientData([split.x_train[i] for i in one_class_per_client(split.y_train, n_classes, data_ratio=whole)])
-        b_te = ClientData([split.x_test[i] for i in one_class_per_client(split.y_test, n_classes, data_ratio=whole)])
+        b_tr = ClientData([split.x_train[i] for i in one_class_per_client(split.y_train, n_classes, data_ratio=whole)],
+                          device=device)
+        b_te = ClientData([split.x_test[i] for i in one_class_per_client(split.y_test, n_classes, data_ratio=whole)],
+                          device=device)
         for lat_name, k in (("low", int(p["latents"][0])), ("high", int(p["latents"][1]))):
             make = (lambda k=k: ConvAE(k, shape[-1])) if p["model"] == "conv" else (lambda k=k: LinearAE(d, k))
             for method in p["methods"]:
@@ -217,7 +222,7 @@ def table1(ctx):
     from fedrepro.pipeline import RunResult
 
     torch.manual_seed(ctx.seed)
-    rows = run_table1(ctx.params, _rng_for(ctx))
+    rows = run_table1(ctx.params, _rng_for(ctx), device=ctx.device)
     return RunResult(pd.DataFrame(rows), data={"adept-table1-synthetic-ae": "real"},
                      extra={"streams": STREAMS.format(ctx.experiment)})
 
@@ -232,5 +237,5 @@ def table2(ctx):
     torch.manual_seed(ctx.seed)
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)
     ctx.log.info("%s: %s data, train %s", ctx.experiment, split.status, split.x_train.shape)
-    rows = run_table2(ctx.params, split, _rng_for(ctx))
+    rows = run_table2(ctx.params, split, _rng_for(ctx), device=ctx.device)
     return RunResult(pd.DataFrame(rows), extra={"streams": STREAMS.format(ctx.experiment), "data_status": split.status})

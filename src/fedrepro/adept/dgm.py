@@ -1,6 +1,9 @@
 """ADEPT-DGM as run (adept.md 3.4, 5.4): x0-predicting U-Net on cold-diffusion corruption x(1-a) + u a, personalized
 with the per-weight-sigma ADEPT regulariser; FedAvg + fine-tuning and local training as baselines; per-client FID/KID
-against the client's test images with a pluggable feature extractor; Immerkaer noise of the class-0 client's samples."""
+against the client's test images with a pluggable feature extractor; Immerkaer noise of the class-0 client's samples.
+
+Table 3 trains, samples and extracts features on `ctx.device`; its corruptions and sampler noise are drawn from CPU
+`torch.Generator`s as before and moved, so the numbers drawn do not depend on the device (adept/fed.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import numpy as np
 import torch
 
 from fedrepro.adept.fed import ClientData, FedConfig, client_forward, stacked_init, train
-from fedrepro.metrics.generative import fid_kid, immerkaer_sigma, load_proxy_extractor
+from fedrepro.metrics.generative import InputsToDevice, fid_kid, immerkaer_sigma, load_proxy_extractor
 from fedrepro.models.adept_nets import BasicUNet
 
 # What `table3` and `featnet` read (adept.yaml), checked when the registry loads; format: fedrepro/paramspec.py.
@@ -38,8 +41,9 @@ FEATNET_WORK = {"units": "n_train * epochs"}
 
 
 def corrupt(x, gen):
-    a = torch.rand(x.shape[:2], generator=gen).reshape(*x.shape[:2], 1, 1, 1)
-    u = torch.rand(x.shape, generator=gen)
+    """Cold-diffusion corruption x (1 - a) + u a; a and u drawn from the CPU generator `gen`, moved to x's device."""
+    a = torch.rand(x.shape[:2], generator=gen).reshape(*x.shape[:2], 1, 1, 1).to(x.device)
+    u = torch.rand(x.shape, generator=gen).to(x.device)
     return x * (1 - a) + u * a
 
 
@@ -53,41 +57,47 @@ def denoise_loss(fwd, gen):
 
 @torch.no_grad()
 def sample(fwd, params, m: int, n: int, steps: int, shape, seed0: int = 0) -> torch.Tensor:
-    """CODE sampler: x ~ U[0,1]; x <- (1 - 1/(N-j)) x + 1/(N-j) phi(x); clamp.  Noise fixed per client (same across methods)."""
+    """CODE sampler: x ~ U[0,1]; x <- (1 - 1/(N-j)) x + 1/(N-j) phi(x); clamp.  Noise fixed per client (same across
+    methods), drawn on the CPU and moved to the parameters' device."""
+    device = next(iter(params.values())).device
     x = torch.stack([torch.rand((n, *shape), generator=torch.Generator().manual_seed(seed0 + i)) for i in range(m)])
+    x = x.to(device)
     for j in range(steps):
         beta = 1.0 / (steps - j)
         x = (1 - beta) * x + beta * fwd(params, x)
     return x.clamp(0, 1)
 
 
-def feature_extractor(p: dict, featnet_path: str):
+def feature_extractor(p: dict, featnet_path: str, device: str | torch.device = "cpu"):
+    """The FID/KID feature network on `device`: Inception-v3 when its weights are configured, else the proxy."""
     path = p.get("inception_weights_path")
     if path and Path(path).exists():
         from torchmetrics.image.fid import NoTrainInceptionV3  # needs torch-fidelity; paper scale only
-        return NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
-                                  feature_extractor_weights_path=path), "inception-v3 (2048-d)"
-    return load_proxy_extractor(featnet_path), "proxy: pipeline-trained MNIST FeatureNet (128-d)"
+        net = NoTrainInceptionV3(name="inception-v3-compat", features_list=["2048"],
+                                 feature_extractor_weights_path=path)
+        return InputsToDevice(net.to(device)), "inception-v3 (2048-d)"
+    return load_proxy_extractor(featnet_path, device), "proxy: pipeline-trained MNIST FeatureNet (128-d)"
 
 
-def run_table3(p: dict, split, featnet_path: str, rng_for, log=print):
+def run_table3(p: dict, split, featnet_path: str, rng_for, log=print, device: str | torch.device = "cpu"):
     from fedrepro.data.partition import one_class_per_client
 
     m = int(p["m"])
     widths = tuple(p["widths"])
-    extractor, ext_name = feature_extractor(p, featnet_path)
+    extractor, ext_name = feature_extractor(p, featnet_path, device)
     parts_te = one_class_per_client(split.y_test, m)
     te = [split.x_test[i][: int(p["n_real"])] for i in parts_te]
     rows, facts = [], {"feature_extractor": ext_name, "timing": {}}
     for seed in range(int(p["seeds"])):
         for regime, ratio in p["regimes"].items():
             parts = one_class_per_client(split.y_train, m, data_ratio=float(ratio))
-            tr = ClientData([split.x_train[i][: int(p.get("n_cap", 10 ** 9))] for i in parts])
-            val = ClientData([x[: int(p["n_val"])] for x in te])
+            tr = ClientData([split.x_train[i][: int(p.get("n_cap", 10 ** 9))] for i in parts], device=device)
+            val = ClientData([x[: int(p["n_val"])] for x in te], device=device)
             for method in p["methods"]:
                 t0 = torch.get_num_threads(), __import__("time").perf_counter()
-                base, theta = stacked_init(lambda: BasicUNet(1, widths), m, 1000 * seed, method == "fedavg_ft")
-                mu0 = {k: v[:1] for k, v in stacked_init(lambda: BasicUNet(1, widths), 1, 1000 * seed + 777, True)[1].items()}
+                base, theta = stacked_init(lambda: BasicUNet(1, widths), m, 1000 * seed, method == "fedavg_ft", device)
+                mu0 = {k: v[:1] for k, v in
+                       stacked_init(lambda: BasicUNet(1, widths), 1, 1000 * seed + 777, True, device)[1].items()}
                 fwd = client_forward(base)
                 gen = torch.Generator().manual_seed(int(rng_for(regime, seed, method).integers(2 ** 31)))
                 rng = rng_for(regime, seed, method, "batches")
@@ -113,11 +123,12 @@ def run_table3(p: dict, split, featnet_path: str, rng_for, log=print):
                 wall = __import__("time").perf_counter() - t0[1]
                 key = dict(regime=regime, method=method, seed=seed)
                 for i in range(m):
-                    real = torch.from_numpy(te[i]).float()
+                    real = torch.from_numpy(te[i]).float().to(device)
                     fid, kid = fid_kid(real, xs[i], extractor, subsets=int(p["kid_subsets"]),
                                        subset_size=int(p["kid_subset_size"]))
                     rows += [dict(**key, client=i, step=best["epoch"], metric="fid", value=fid),
                              dict(**key, client=i, step=best["epoch"], metric="kid", value=kid)]
+                xs = xs.cpu()                # FID / KID are done: the rest reads the samples in numpy
                 grid = xs[0, :16, 0].numpy()
                 rows.append(dict(**key, client=0, step=best["epoch"], metric="noise_grid",
                                  value=float(np.mean([immerkaer_sigma(g) for g in grid]))))
@@ -178,7 +189,7 @@ def table3(ctx):
     torch.manual_seed(ctx.seed)
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)
     weights = verified_side_file(ctx.inputs["featnet"], ".pt")
-    rows, facts = run_table3(ctx.params, split, weights, _rng_for(ctx), log=ctx.log.info)
+    rows, facts = run_table3(ctx.params, split, weights, _rng_for(ctx), log=ctx.log.info, device=ctx.device)
     return RunResult(pd.DataFrame(rows), inputs=[ctx.inputs["data"], ctx.inputs["featnet"], weights],
                      extra={"streams": STREAMS.format(ctx.experiment), **facts})
 

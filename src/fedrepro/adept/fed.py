@@ -4,6 +4,11 @@ local / FedAvg / FedAvg+fine-tuning update rules of adept.md 3.3.1, 3.4 and 3.5.
 Every parameter tensor has a leading client axis m.  Optimiser states are elementwise, so one torch
 optimiser over the stacked tensors is exactly m independent per-client optimisers; only the l-inf
 clipping couples a client's tensors, and it is computed per client.
+
+Devices: the parameters, client data, sigma and optimiser state live on one device (the run's `ctx.device`), and
+whatever `train` makes it makes beside the parameters.  Every random number is still drawn on the CPU (numpy
+Generators, CPU `torch.Generator`s, models initialised on the CPU under `torch.manual_seed`) and then moved, so a
+run draws the same numbers on any device and a CPU run is bit-identical to one made before devices existed.
 """
 
 from __future__ import annotations
@@ -16,15 +21,17 @@ import torch
 from torch.func import functional_call, stack_module_state, vmap
 
 
-def stacked_init(make_model, m: int, gen_seed: int, same: bool):
-    """m models' parameters stacked on axis 0; independent inits (seed + client) or one init replicated."""
+def stacked_init(make_model, m: int, gen_seed: int, same: bool, device: str | torch.device = "cpu"):
+    """m models' parameters stacked on axis 0 on `device`; independent inits (seed + client) or one init replicated.
+
+    The models are built (and initialised) on the CPU, under the CPU seed, and their stacked parameters moved."""
     models = []
     for i in range(m):
         torch.manual_seed(gen_seed + (0 if same else i))
         models.append(make_model())
     params, _ = stack_module_state(models)
     base = copy.deepcopy(models[0]).to("meta")
-    return base, {k: v.detach().clone() for k, v in params.items()}
+    return base, {k: v.detach().clone().to(device) for k, v in params.items()}
 
 
 def client_forward(base):
@@ -113,15 +120,18 @@ def train(base, theta: dict, loss_fn, batches, cfg: FedConfig, *, mu0: dict | No
     names = [k for k in theta if k not in cfg.frozen]
     for k in names:
         theta[k].requires_grad_(True)
-    m = next(iter(theta.values())).shape[0]
+    first = next(iter(theta.values()))
+    m, device = first.shape[0], first.device
     opt = _optim(cfg.opt, [theta[k] for k in names], cfg.lr)
     adept = cfg.method == "adept"
     mu = sigma = None
     if adept:
-        mu = {k: (mu0[k] if mu0 is not None else theta[k].detach()[:1]).expand_as(theta[k]).clone() for k in names}
+        mu = {k: (mu0[k].to(device) if mu0 is not None else theta[k].detach()[:1]).expand_as(theta[k]).clone()
+              for k in names}
         sigma = {k: torch.full_like(theta[k].detach(), cfg.sigma0) for k in names}
         opt_mu = _optim("adam" if cfg.opt_global == "adam" else "sgd_nomom", list(mu.values()), cfg.lr_global)
-    lam = cfg.lambda_reg if torch.is_tensor(cfg.lambda_reg) else torch.full((m,), float(cfg.lambda_reg))
+    lam = (cfg.lambda_reg.to(device) if torch.is_tensor(cfg.lambda_reg)
+           else torch.full((m,), float(cfg.lambda_reg), device=device))
     if cfg.sigma_grad not in ("fresh", "accumulated"):
         raise ValueError(f"sigma_grad must be fresh or accumulated, not {cfg.sigma_grad!r}")
     acc = {k: torch.zeros_like(s) for k, s in sigma.items()} if adept and cfg.sigma_grad == "accumulated" else None
@@ -167,7 +177,7 @@ def train(base, theta: dict, loss_fn, batches, cfg: FedConfig, *, mu0: dict | No
             if adept:               # global model stepped at every local iteration (modification d), CODE gradient
                 with torch.no_grad():
                     gm = {k: 2 * (mu[k] - theta[k].detach()) for k in names}
-                    sc = linf_scale(gm, cfg.clip) if cfg.clip else torch.ones(m)
+                    sc = linf_scale(gm, cfg.clip) if cfg.clip else torch.ones(m, device=device)
                     for k in names:
                         mu[k].grad = gm[k] * _bc(sc, gm[k])
                 opt_mu.step()
@@ -184,20 +194,24 @@ def train(base, theta: dict, loss_fn, batches, cfg: FedConfig, *, mu0: dict | No
 
 
 class ClientData:
-    """Per-client arrays padded to a common length, with counts; minibatches of floor(n_i / tau) per client."""
+    """Per-client arrays padded to a common length, with counts; minibatches of floor(n_i / tau) per client.
 
-    def __init__(self, xs: list[np.ndarray], dtype=torch.float32):
+    The padded tensor lives on `device`; the batch indices are drawn on the CPU (numpy) and moved."""
+
+    def __init__(self, xs: list[np.ndarray], dtype=torch.float32, device: str | torch.device = "cpu"):
         self.n = np.array([len(x) for x in xs])
         nmax = int(self.n.max())
         shape = xs[0].shape[1:]
         x = np.zeros((len(xs), nmax, *shape), dtype=np.float32)
         for i, xi in enumerate(xs):
             x[i, : len(xi)] = xi
-        self.x = torch.from_numpy(x).to(dtype)
+        self.x = torch.from_numpy(x).to(dtype).to(device)
         self.m = len(xs)
+        self.device = self.x.device
 
     def mask(self) -> torch.Tensor:
-        return (torch.arange(self.x.shape[1])[None] < torch.from_numpy(self.n)[:, None]).float()
+        n = torch.from_numpy(self.n).to(self.device)
+        return (torch.arange(self.x.shape[1], device=self.device)[None] < n[:, None]).float()
 
     def epoch_batches(self, tau: int, rng: np.random.Generator, batch: int | None = None):
         """tau batches; client i's batch has b_i = floor(n_i / tau) rows (padded to max b with mask 0)."""
@@ -213,7 +227,7 @@ class ClientData:
                     sel = np.concatenate([sel, perm[: b[i] - len(sel)]])
                 idx[k, i, : b[i]] = sel
                 msk[k, i, : b[i]] = 1
-        ar = torch.arange(self.m)[:, None]
+        ar = torch.arange(self.m, device=self.device)[:, None]
         for k in range(tau):
-            ii = torch.from_numpy(idx[k])
-            yield self.x[ar, ii], torch.from_numpy(msk[k])
+            ii = torch.from_numpy(idx[k]).to(self.device)
+            yield self.x[ar, ii], torch.from_numpy(msk[k]).to(self.device)

@@ -26,17 +26,33 @@ class FeatureWrapper(nn.Module):
         return self.net.features(x.float())
 
 
-def load_proxy_extractor(path: str) -> FeatureWrapper:
+class InputsToDevice(nn.Module):
+    """Runs `net` on the device of its parameters whatever device its input is on.  torchmetrics' FID sizes a custom
+    extractor without `num_features` with a CPU dummy image; this lets such a network (Inception-v3) sit on a GPU."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x.to(next(self.net.parameters()).device))
+
+
+def load_proxy_extractor(path: str, device: str | torch.device = "cpu") -> FeatureWrapper:
+    """The proxy FeatureNet from its weights file (written on any device), on `device`."""
     from fedrepro.models.adept_nets import FeatureNet
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    net = FeatureNet()
+    state = torch.load(path, map_location=device, weights_only=True)
+    net = FeatureNet().to(device)
     net.load_state_dict(state)
     return FeatureWrapper(net)
 
 
 def fid_kid(real: torch.Tensor, fake: torch.Tensor, extractor: nn.Module, *, subsets: int = 100,
             subset_size: int = 100) -> tuple[float, float]:
-    """FID and KID (mean over subsets of the unbiased MMD^2 with the cubic kernel) with torchmetrics."""
+    """FID and KID (mean over subsets of the unbiased MMD^2 with the cubic kernel) with torchmetrics.
+
+    The metrics' states go to the device of `real` (the images and `extractor` share it); KID's subsets are drawn
+    from torch's global CPU generator whatever that device."""
     from torchmetrics.image.fid import FrechetInceptionDistance
     from torchmetrics.image.kid import KernelInceptionDistance
 
@@ -44,6 +60,7 @@ def fid_kid(real: torch.Tensor, fake: torch.Tensor, extractor: nn.Module, *, sub
     fid = FrechetInceptionDistance(feature=extractor, normalize=True)
     kid = KernelInceptionDistance(feature=extractor, subsets=subsets, subset_size=size, normalize=True)
     for metric in (fid, kid):
+        metric.to(real.device)
         metric.update(real, real=True)
         metric.update(fake, real=False)
     return float(fid.compute()), float(kid.compute()[0])
