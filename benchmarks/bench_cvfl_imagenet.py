@@ -38,7 +38,7 @@ def main() -> None:
     torch.manual_seed(0)
     M, P, C = 4, 128, 100
     parties = StackedResNet18(M, P, stem="imagenet").to(dev)
-    cfg = CvflConfig(M=M, Q=args.Q, B=args.B, lr=1e-3, compressor="vector", b=2, cost_formula="alg1_text",
+    cfg = CvflConfig(M=M, Q=args.Q, B=args.B, lr=1e-3, embedding="cvfl_vector", b=2, cost_formula="alg1_text",
                      top5=True, server_init="normal")
     tr = CvflTrainer(cfg, parties, P, C, seed=0, device=dev)
     x = torch.randn(M, args.B, 3, args.size, args.size, device=dev)
