@@ -3,6 +3,8 @@
     PYTHONPATH=src python benchmarks/measure_job.py thesis fig3_4 as-stated --scale paper --set T=300 seeds=1 \\
         [--data results/data/mnist/mnist.npz] [--append-calibration]
 
+`--set methods=[squarm]` keeps only the named methods of the registry's `methods:` mapping.
+
 Runs the experiment's runner in this process with one thread (as the run rule does), with the registry's parameters
 at `--scale` and the `--set` overrides (YAML values), and prints the measured CPU seconds, wall seconds and peak
 memory beside the plan's estimate for exactly those parameters, fitted on the smoke/quick measurements only (this
@@ -23,7 +25,6 @@ from pathlib import Path
 import yaml
 
 from fedrepro import plan
-from fedrepro.config import deep_merge
 from fedrepro.registry import Registry
 from fedrepro.runtime import limit_threads
 
@@ -42,7 +43,8 @@ def main() -> None:
     root = Path(".").resolve()
     registry = Registry.load(root)
     overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
-    params = deep_merge(registry.params(args.paper, args.experiment, args.configuration, args.scale), overrides)
+    params = plan.with_overrides(registry.params(args.paper, args.experiment, args.configuration, args.scale),
+                                 overrides)
     params.update(plan.data_sizes(args.data) if args.data else {})    # the rows the run really reads
     measurements = [m for m in plan.measurements_for(root, registry) if m.scale in plan.MEASURED_SCALES]
     predicted = plan.predict_cpu_seconds(registry, measurements, args.paper, args.experiment, params, args.scale)

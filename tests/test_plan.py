@@ -117,3 +117,13 @@ def test_a_paper_dry_run_requests_the_planned_resources(workdir):
     resources = block[block.index("resources:"):].splitlines()[0]
     assert f"runtime={want['runtime']}" in resources, resources
     assert f"mem_mb={max(want['mem_mb'], 4000)}" in resources, resources
+
+
+def test_measure_overrides_select_methods_by_name_and_merge_the_rest():
+    params = {"methods": {"a": {"algorithm": "x", "gamma": 0.4}, "b": {"algorithm": "y"}}, "T": 10, "opt": {"lr": 1}}
+    out = plan.with_overrides(params, {"methods": ["a"], "T": 3, "opt": {"wd": 2}})
+    assert out == {"methods": {"a": {"algorithm": "x", "gamma": 0.4}}, "T": 3, "opt": {"lr": 1, "wd": 2}}
+    assert plan.with_overrides(params, {"methods": {"b": {"gamma": 1}}})["methods"] == {
+        "a": {"algorithm": "x", "gamma": 0.4}, "b": {"algorithm": "y", "gamma": 1}}   # a mapping still merges
+    with pytest.raises(ValueError, match="no method \\['c'\\]"):
+        plan.with_overrides(params, {"methods": ["c"]})

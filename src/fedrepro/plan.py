@@ -378,15 +378,29 @@ def predict_cpu_seconds(registry, measurements: list[Measurement], paper: str, e
     return a + b * evaluate(work["units"], params, work.get("defaults"))
 
 
+def with_overrides(params: dict, overrides: dict | None) -> dict:
+    """`params` with `overrides` merged in (nested mappings key by key), except that a list of names over the
+    `methods:` mapping (`methods=[squarm]` on measure_job's command line) keeps only those methods."""
+    from fedrepro.config import deep_merge
+
+    overrides = dict(overrides or {})
+    if isinstance(overrides.get("methods"), list) and isinstance(params.get("methods"), dict):
+        unknown = [m for m in overrides["methods"] if m not in params["methods"]]
+        if unknown:
+            raise ValueError(f"methods={overrides['methods']}: no method {unknown} in the registry's "
+                             f"methods ({', '.join(params['methods'])})")
+        params = {**params, "methods": {m: params["methods"][m] for m in overrides.pop("methods")}}
+    return deep_merge(params, overrides)
+
+
 def run_once(registry, paper: str, experiment: str, configuration: str, scale: str, overrides: dict | None = None,
              inputs: dict | None = None, output: str | Path = "run.csv", seed: int = 0):
     """Run one experiment in this process with the registry's parameters at `scale` (plus `overrides`), as the run
     rule would; returns (rows, RunCost).  For measurements (benchmarks/measure_job.py) and tests."""
-    from fedrepro.config import deep_merge
     from fedrepro.pipeline import RunContext, RunCost, load_runner
 
     spec = registry.run_spec(paper, experiment, scale)
-    params = {**deep_merge(registry.params(paper, experiment, configuration, scale), overrides or {}), "seed": seed}
+    params = {**with_overrides(registry.params(paper, experiment, configuration, scale), overrides), "seed": seed}
     ctx = RunContext(paper=paper, experiment=experiment, configuration=configuration, scale=scale, params=params,
                      inputs=dict(inputs or {}), output=str(output), threads=1)
     cost = RunCost.start()
