@@ -148,3 +148,15 @@ def test_the_draws_do_not_depend_on_the_device():
     params = {d: stacked_init(lambda: BasicUNet(1, (2, 2, 2)), 3, 0, False, d)[1] for d in ("cpu", "cuda")}
     noise = {d: dgm.sample(fwd, params[d], 3, 2, 0, (1, 4, 4), seed0=5) for d in ("cpu", "cuda")}
     assert noise["cuda"].device.type == "cuda" and torch.equal(noise["cpu"], noise["cuda"].cpu())
+
+
+def test_inputs_to_device_keeps_what_fid_reads_of_the_network():
+    """Wrapping the Inception network for a GPU changes nothing FID sees: the same features, and `num_features`
+    exactly when the network has it (else FID sizes it with a dummy image, as before)."""
+    from fedrepro.metrics.generative import InputsToDevice
+
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    x = torch.rand(2, 3, 2, 2)
+    assert torch.equal(InputsToDevice(net)(x), net(x)) and not hasattr(InputsToDevice(net), "num_features")
+    net.num_features = 3
+    assert InputsToDevice(net).num_features == 3
