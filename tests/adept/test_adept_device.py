@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from fedrepro.adept import ae, dgm
+from fedrepro.adept import ae, dgm, fed
 from fedrepro.adept.ae import recon_loss
-from fedrepro.adept.fed import ClientData, FedConfig, client_forward, stacked_init, train
+from fedrepro.adept.fed import ClientData, FedConfig, client_forward, stacked_init
 from fedrepro.models.adept_nets import BasicUNet, FeatureNet, LinearAE
 from fedrepro.pipeline import RunContext
 
@@ -114,20 +114,19 @@ def test_train_keeps_parameters_sigma_and_optimiser_state_on_the_device(device):
     base, theta = stacked_init(lambda: LinearAE(5, 2), 3, 0, False, device)
     mu0 = {k: v[:1] for k, v in stacked_init(lambda: LinearAE(5, 2), 1, 7, True, device)[1].items()}
     rng = np.random.default_rng(0)
-    opt_states = []
-    orig = torch.optim.Optimizer.step
+    optimisers, make = [], fed._optim
 
-    def step(self, *a, **k):
-        out = orig(self, *a, **k)
-        opt_states.extend(v for s in self.state.values() for v in s.values() if torch.is_tensor(v) and v.dim())
-        return out
+    def optim(*a):
+        optimisers.append(make(*a))
+        return optimisers[-1]
 
-    cfg = FedConfig(method="adept", epochs=2, tau=2, lazy_epochs=0, sigma_grad="accumulated",
+    cfg = FedConfig(method="adept", epochs=2, tau=2, lazy_epochs=0, sigma_grad="accumulated", opt_global="adam",
                     lambda_reg=torch.full((3,), 0.1))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(torch.optim.Optimizer, "step", step)
-        theta, mu, sigma = train(base, theta, recon_loss(client_forward(base)), lambda e: data.epoch_batches(2, rng),
+        mp.setattr(fed, "_optim", optim)
+        theta, mu, sigma = fed.train(base, theta, recon_loss(client_forward(base)), lambda e: data.epoch_batches(2, rng),
                                  cfg, mu0=mu0)
+    opt_states = [v for o in optimisers for s in o.state.values() for v in s.values() if torch.is_tensor(v) and v.dim()]
     want = torch.device(device).type
     tensors = [*theta.values(), *mu.values(), *sigma.values(), *opt_states, data.x, data.mask()]
     assert opt_states and {t.device.type for t in tensors} == {want}
@@ -149,3 +148,15 @@ def test_the_draws_do_not_depend_on_the_device():
     params = {d: stacked_init(lambda: BasicUNet(1, (2, 2, 2)), 3, 0, False, d)[1] for d in ("cpu", "cuda")}
     noise = {d: dgm.sample(fwd, params[d], 3, 2, 0, (1, 4, 4), seed0=5) for d in ("cpu", "cuda")}
     assert noise["cuda"].device.type == "cuda" and torch.equal(noise["cpu"], noise["cuda"].cpu())
+
+
+def test_inputs_to_device_keeps_what_fid_reads_of_the_network():
+    """Wrapping the Inception network for a GPU changes nothing FID sees: the same features, and `num_features`
+    exactly when the network has it (else FID sizes it with a dummy image, as before)."""
+    from fedrepro.metrics.generative import InputsToDevice
+
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3))
+    x = torch.rand(2, 3, 2, 2)
+    assert torch.equal(InputsToDevice(net)(x), net(x)) and not hasattr(InputsToDevice(net), "num_features")
+    net.num_features = 3
+    assert InputsToDevice(net).num_features == 3

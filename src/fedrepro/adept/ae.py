@@ -236,6 +236,6 @@ def table2(ctx):
 
     torch.manual_seed(ctx.seed)
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)
-    ctx.log.info("%s: %s data, train %s", ctx.experiment, split.status, split.x_train.shape)
+    ctx.log.info("%s: %s data, train %s, on %s", ctx.experiment, split.status, split.x_train.shape, ctx.device)
     rows = run_table2(ctx.params, split, _rng_for(ctx), device=ctx.device)
     return RunResult(pd.DataFrame(rows), extra={"streams": STREAMS.format(ctx.experiment), "data_status": split.status})

@@ -120,6 +120,8 @@ def run_table3(p: dict, split, featnet_path: str, rng_for, log=print, device: st
                 theta = best["theta"]
                 shape = split.x_train.shape[1:]
                 xs = sample(fwd, theta, m, int(p["n_samples"]), int(p["sampler_steps"]), shape)
+                if xs.is_cuda:                # kernels run asynchronously: the clock waits for the sampler
+                    torch.cuda.synchronize(xs.device)
                 wall = __import__("time").perf_counter() - t0[1]
                 key = dict(regime=regime, method=method, seed=seed)
                 for i in range(m):
@@ -189,6 +191,7 @@ def table3(ctx):
     torch.manual_seed(ctx.seed)
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)
     weights = verified_side_file(ctx.inputs["featnet"], ".pt")
+    ctx.log.info("%s on %s", ctx.experiment, ctx.device)
     rows, facts = run_table3(ctx.params, split, weights, _rng_for(ctx), log=ctx.log.info, device=ctx.device)
     return RunResult(pd.DataFrame(rows), inputs=[ctx.inputs["data"], ctx.inputs["featnet"], weights],
                      extra={"streams": STREAMS.format(ctx.experiment), **facts})

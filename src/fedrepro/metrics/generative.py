@@ -33,6 +33,8 @@ class InputsToDevice(nn.Module):
     def __init__(self, net: nn.Module):
         super().__init__()
         self.net = net
+        if hasattr(net, "num_features"):   # FID then sizes it as before, without the dummy image (or its draw)
+            self.num_features = net.num_features
 
     def forward(self, x):
         return self.net(x.to(next(self.net.parameters()).device))
