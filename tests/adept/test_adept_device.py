@@ -73,6 +73,7 @@ def _featnet_run(tmp_path):
 
 def _run(experiment, device, tmp_path):
     """Run one ADEPT runner at toy size on `device`; returns (context, rows, heavy-op devices)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     if experiment == "table1":
         ctx, runner = _ctx("table1", TABLE1, {}, tmp_path, device), ae.table1
     elif experiment == "table2":
