@@ -16,7 +16,9 @@ try:
     # user compressors register themselves on import, before the registry's names are checked (docs/comm.md)
     import_plugins(_resolved.get("comm", {}).get("plugins"), root=ROOT)
     REGISTRY = Registry.load(ROOT)
-    BOARD = Board.load(ROOT, REGISTRY)  # config/leaderboard.yaml, checked against the registry
+    BOARD = Board.load(
+        ROOT, REGISTRY
+    )  # config/leaderboard.yaml, checked against the registry
     validate_claim_expressions(
         REGISTRY
     )  # a typo in a claim stops the run here, with file, id and suggestion
@@ -72,7 +74,8 @@ def run_params(paper, experiment, configuration, scale):
     """The resolved parameters of one run (a stable dict: the config subset the sidecar records).
 
     A leaderboard board run's `board_compressors: registered` becomes the registered names but the paper's own
-    (config/leaderboard.yaml), so a new plugin is a changed parameter and reruns the board runs."""
+    (config/leaderboard.yaml), so a new plugin is a changed parameter and reruns the board runs.
+    """
     params = REGISTRY.params(paper, experiment, configuration, scale)
     if params.get("board_compressors") == "registered":
         params = {

@@ -106,7 +106,8 @@ rule render_figure:
 
 rule render_leaderboard:
     """The cross-paper leaderboard (config/leaderboard.yaml): every registered compressor through each work's
-    comparison setting, from the figures' runs (the papers' own compressors) and the board runs (every other one)."""
+    comparison setting, from the figures' runs (the papers' own compressors) and the board runs (every other one).
+    """
     input:
         notebook="notebooks/leaderboard/leaderboard.py",
         runs=lambda wc: [
@@ -115,7 +116,8 @@ rule render_leaderboard:
         registry="config/leaderboard.yaml",
         registries=BOARD.registries(),
         code=code(
-            "workflow/scripts/render_notebook.py", "notebooks/leaderboard/leaderboard.py"
+            "workflow/scripts/render_notebook.py",
+            "notebooks/leaderboard/leaderboard.py",
         )
         + PLUGIN_FILES,
     output:

@@ -45,8 +45,11 @@ def build(root: str | Path, scale: str, registry, board: Board | None = None) ->
         r = measure(c, d=int(m.get("d", 100)), draws=int(m.get("draws", 400)), vectors=int(m.get("vectors", 4)),
                     seed=int(m.get("seed", 0)), knobs=m.get("knobs"))
         for key, col in MEASURED.items():
+            note = r.get("note", "")
+            if key == "omega" and not note and not r.get("unbiased"):
+                note = "n/a: biased (ω is the variance of an unbiased compressor)"
             rows.append({"setting": "comm", "column": col, "compressor": c, "value": r.get(key, np.nan),
-                         "note": r.get("note", ""), "method": r.get("params", ""), "source": "measured"})
+                         "note": note, "method": r.get("params", ""), "source": "measured"})
     frame = pd.DataFrame(rows, columns=COLUMNS)
     order = compressor_order(board, registered_compressors())
     frame["rank"] = frame.compressor.map({c: i for i, c in enumerate(order)}).fillna(len(order))
@@ -118,16 +121,28 @@ def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
         y = np.arange(len(names))
         vals = np.array([float(sub.value.get(n, np.nan)) for n in names])
         finite = vals[np.isfinite(vals) & (vals > 0)]
-        ax.barh(y, np.where(np.isfinite(vals), vals, 0), color=[color(n) for n in names])
+        log = len(finite) > 1 and finite.max() / finite.min() > 10
+        shown = np.isfinite(vals) & ((vals > 0) | (not log))
+        ax.barh(y[shown], vals[shown], color=[color(n) for n, s in zip(names, shown) if s])
         for i, n in enumerate(names):
+            own = n in sub.index and bool(sub.own.get(n, False))
             if not np.isfinite(vals[i]):
+                # why there is no bar: "n/a" (does not apply) or "not reached" (ran, missed the target)
                 note = str(sub.note.get(n, "")) if n in sub.index else ""
-                ax.text(0.01, i, "n/a" if note.startswith("n/a") else ("–" if n in sub.index else ""),
-                        va="center", fontsize=7, color="0.4", transform=ax.get_yaxis_transform())
-            elif n in sub.index and bool(sub.own.get(n, False)):
+                text = "n/a" if note.startswith("n/a") else ("not reached" if n in sub.index else "")
+                ax.text(0.01, i, text + (" ★" if own and text else ""), va="center", fontsize=6.5, color="0.35",
+                        transform=ax.get_yaxis_transform())
+            elif vals[i] == 0 or not shown[i]:
+                ax.text(0.01, i, f"{vals[i]:g}" + (" ★" if own else ""), va="center", fontsize=6.5,
+                        transform=ax.get_yaxis_transform())
+            elif own:
                 ax.text(vals[i], i, " ★", va="center", fontsize=7)
-        if len(finite) and finite.max() / finite.min() > 10:
+        if log:
+            from matplotlib.ticker import LogLocator, NullFormatter
+
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(LogLocator(numticks=5))
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yticks(y, [n for n in names], fontsize=7)
         ax.invert_yaxis()
         head = settings[s]["label"] if s in settings else "fedrepro.comm"
@@ -135,9 +150,9 @@ def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
         ax.tick_params(axis="x", labelsize=7)
     for ax in axes[len(cols):]:
         ax.set_visible(False)
+    fig.tight_layout(rect=(0, 0, 1, 0.985 if title else 1))
     if title:
-        fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=9, y=0.998)
     return fig
 
 
