@@ -18,6 +18,7 @@ from fedrepro.leaderboard.measure import measure
 from fedrepro.leaderboard.metrics import COLUMNS, METRICS, SettingContext
 from fedrepro.leaderboard.spec import Board, compressor_order, registered_compressors
 
+NEEDS_OWN = ("cvfl", "ch3")   # settings whose target is read off the figure's run (gcca, ch4: fixed levels)
 MEASURED = {"delta": "δ (measured)", "omega": "ω (measured)", "bits_per_entry": "bits/entry"}
 
 
@@ -36,7 +37,7 @@ def build(root: str | Path, scale: str, registry, board: Board | None = None) ->
         own_files = [f for f in files[name] if f"/runs/{_exp(f)}/" in f and _exp(f) not in s["board"]["experiments"]]
         board_files = [f for f in files[name] if _exp(f) in s["board"]["experiments"]]
         own = _read(own_files, root)
-        if own is None:
+        if own is None and name in NEEDS_OWN:   # the target comes from the figure's run
             continue
         ctx = SettingContext(name, s, scale, registry)
         rows += METRICS[name](own, _read(board_files, root), ctx)
