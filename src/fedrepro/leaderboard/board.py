@@ -16,7 +16,7 @@ import pandas as pd
 
 from fedrepro.leaderboard.measure import measure
 from fedrepro.leaderboard.metrics import COLUMNS, METRICS, SettingContext
-from fedrepro.leaderboard.spec import Board, compressor_order, registered_compressors
+from fedrepro.leaderboard.spec import SETTINGS, Board, compressor_order, registered_compressors
 
 NEEDS_OWN = ("cvfl", "ch3")   # settings whose target is read off the figure's run (gcca, ch4: fixed levels)
 MEASURED = {"delta": "δ (measured)", "omega": "ω (measured)", "bits_per_entry": "bits/entry"}
@@ -52,6 +52,8 @@ def build(root: str | Path, scale: str, registry, board: Board | None = None) ->
             rows.append({"setting": "comm", "column": col, "compressor": c, "value": r.get(key, np.nan),
                          "note": note, "method": r.get("params", ""), "source": "measured"})
     frame = pd.DataFrame(rows, columns=COLUMNS)
+    setting_rank = {s: i for i, s in enumerate([*board.settings, "comm"])}
+    frame = frame.sort_values("setting", key=lambda s: s.map(setting_rank), kind="stable")
     order = compressor_order(board, registered_compressors())
     frame["rank"] = frame.compressor.map({c: i for i, c in enumerate(order)}).fillna(len(order))
     frame["own"] = [c in board.own_compressors(s) if s in board.settings else False
@@ -67,7 +69,10 @@ def _exp(path: str) -> str:
 
 
 def column_order(frame: pd.DataFrame) -> list[tuple[str, str]]:
-    return list(dict.fromkeys(zip(frame.setting, frame.column)))
+    """(setting, column) in config/leaderboard.yaml's order of settings, then the measured ones."""
+    seen = list(dict.fromkeys(zip(frame.setting, frame.column)))
+    rank = {s: i for i, s in enumerate((*SETTINGS, "comm"))}
+    return sorted(seen, key=lambda sc: rank.get(sc[0], len(rank)))
 
 
 def _cell(value: float, note: str, own: bool) -> str:
@@ -145,7 +150,7 @@ def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
             ax.xaxis.set_major_locator(LogLocator(numticks=5))
             ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yticks(y, [n for n in names], fontsize=7)
-        ax.invert_yaxis()
+        ax.set_ylim(len(names) - 0.5, -0.5)   # every compressor's row, also where no bar is drawn
         head = settings[s]["label"] if s in settings else "fedrepro.comm"
         ax.set_title(f"{head}\n{col}", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
