@@ -325,6 +325,10 @@ READS = {
     "fedrepro.adept.dgm:table3": [("fedrepro.adept.dgm", f, _P) for f in ("feature_extractor", "run_table3")],
     "fedrepro.adept.dgm:featnet": [("fedrepro.adept.dgm", f, _P) for f in ("train_featnet", "featnet")],
 }
+# the leaderboard's board runners (config/leaderboard.yaml) pass their parameters on to the module's `run`
+for _runner in ("fedrepro.gcca.experiments", "fedrepro.cvfl.experiments", "fedrepro.decentral.experiments",
+                "fedrepro.mtl.experiments"):
+    READS[f"{_runner}:board"] = [*READS[f"{_runner}:run"], (_runner, "board", _P)]
 
 # Declared keys no scanned function reads by name, and why they are declared.
 _METHODS = {"methods": "read by fedrepro.methods.methods_of"}
@@ -340,6 +344,10 @@ NOT_READ_BY_NAME = {
     "fedrepro.adept.pca:run": {k: "read as params[k] in a loop over names" for k in ("d", "r", "m", "n")},
 
 }
+
+for _runner in ("fedrepro.gcca.experiments", "fedrepro.cvfl.experiments", "fedrepro.decentral.experiments",
+                "fedrepro.mtl.experiments"):
+    NOT_READ_BY_NAME[f"{_runner}:board"] = dict(NOT_READ_BY_NAME.get(f"{_runner}:run", {}))
 
 
 def _function(tree: ast.Module, name: str) -> ast.AST:

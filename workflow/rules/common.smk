@@ -6,6 +6,7 @@ from snakemake.exceptions import WorkflowError
 from fedrepro.codedeps import closure_relpaths
 from fedrepro.config import ConfigError, resolve_config
 from fedrepro.data.registry import load_registry
+from fedrepro.leaderboard.spec import Board, registered_compressors
 from fedrepro.plugins import PluginError, import_plugins
 from fedrepro.registry import Registry
 from fedrepro.scorecard.expressions import validate_claim_expressions
@@ -15,6 +16,9 @@ try:
     # user compressors register themselves on import, before the registry's names are checked (docs/comm.md)
     import_plugins(_resolved.get("comm", {}).get("plugins"), root=ROOT)
     REGISTRY = Registry.load(ROOT)
+    BOARD = Board.load(
+        ROOT, REGISTRY
+    )  # config/leaderboard.yaml, checked against the registry
     validate_claim_expressions(
         REGISTRY
     )  # a typo in a claim stops the run here, with file, id and suggestion
@@ -67,11 +71,20 @@ def with_sidecars(files):
 
 
 def run_params(paper, experiment, configuration, scale):
-    """The resolved parameters of one run (a stable dict: the config subset the sidecar records)."""
-    return {
-        **REGISTRY.params(paper, experiment, configuration, scale),
-        "seed": config["seed"],
-    }
+    """The resolved parameters of one run (a stable dict: the config subset the sidecar records).
+
+    A leaderboard board run's `board_compressors: registered` becomes the registered names but the paper's own
+    (config/leaderboard.yaml), so a new plugin is a changed parameter and reruns the board runs.
+    """
+    params = REGISTRY.params(paper, experiment, configuration, scale)
+    if params.get("board_compressors") == "registered":
+        params = {
+            **params,
+            "board_compressors": BOARD.board_compressors(
+                paper, experiment, registered_compressors()
+            ),
+        }
+    return {**params, "seed": config["seed"]}
 
 
 def artifact_targets(paper, artifact, scale=None):
@@ -96,11 +109,25 @@ def all_targets(scale=None):
     out = [f for p in PAPERS for f in paper_targets(p, scale)]
     return out + with_sidecars(
         [
+            *leaderboard_files(scale).values(),
             f"results/{scale}/claims.csv",
             f"results/{scale}/claims.md",
             f"results/{scale}/index.html",
         ]
     )
+
+
+def leaderboard_files(scale=None):
+    """The cross-paper leaderboard (config/leaderboard.yaml) and its executed notebook."""
+    base = f"results/{scale or SCALE}/leaderboard"
+    return {
+        "csv": f"{base}.csv",
+        "md": f"{base}.md",
+        "png": f"{base}.png",
+        "pdf": f"{base}.pdf",
+        "ipynb": f"results/{scale or SCALE}/notebooks/leaderboard.ipynb",
+        "html": f"results/{scale or SCALE}/notebooks/leaderboard.html",
+    }
 
 
 # ---- data (config/datasets.yaml) ----------------------------------------------------------------------

@@ -104,6 +104,63 @@ rule render_figure:
         "../scripts/render_notebook.py"
 
 
+rule render_leaderboard:
+    """The cross-paper leaderboard (config/leaderboard.yaml): every registered compressor through each work's
+    comparison setting, from the figures' runs (the papers' own compressors) and the board runs (every other one).
+    """
+    input:
+        notebook="notebooks/leaderboard/leaderboard.py",
+        runs=lambda wc: [
+            f for fs in BOARD.run_files(wc.scale, REGISTRY).values() for f in fs
+        ],
+        registry="config/leaderboard.yaml",
+        registries=BOARD.registries(),
+        code=code(
+            "workflow/scripts/render_notebook.py",
+            "notebooks/leaderboard/leaderboard.py",
+        )
+        + PLUGIN_FILES,
+    output:
+        csv=report(
+            "results/{scale}/leaderboard.csv",
+            caption="../report/leaderboard.rst",
+            category="leaderboard",
+            labels={"artifact": "leaderboard", "kind": "table"},
+        ),
+        md="results/{scale}/leaderboard.md",
+        png=report(
+            "results/{scale}/leaderboard.png",
+            caption="../report/leaderboard.rst",
+            category="leaderboard",
+            labels={"artifact": "leaderboard", "kind": "figure"},
+        ),
+        pdf="results/{scale}/leaderboard.pdf",
+        ipynb="results/{scale}/notebooks/leaderboard.ipynb",
+        html="results/{scale}/notebooks/leaderboard.html",
+        provs=[
+            f"results/{{scale}}/{f}.prov.json"
+            for f in (
+                "leaderboard.csv",
+                "leaderboard.md",
+                "leaderboard.png",
+                "leaderboard.pdf",
+                "notebooks/leaderboard.ipynb",
+                "notebooks/leaderboard.html",
+            )
+        ],
+    log:
+        "results/{scale}/logs/render/leaderboard.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    resources:
+        machine=1,
+    params:
+        nb=lambda wc: {"plugins": list(config.get("comm", {}).get("plugins") or [])},
+    script:
+        "../scripts/render_notebook.py"
+
+
 rule scorecard:
     """results/<scale>/claims.{csv,md}, each paper's assumption tables and the landing page index.html."""
     input:
@@ -117,6 +174,9 @@ rule scorecard:
             for f in REGISTRY.artifact_files(p, a, wc.scale).values()
         ],
         registries=[f"config/papers/{p}.yaml" for p in PAPERS],
+        leaderboard=lambda wc: [
+            leaderboard_files(wc.scale)[x] for x in ("csv", "md", "png")
+        ],
         code=code(modules=("fedrepro.scorecard.jobs",)),
     output:
         csv="results/{scale}/claims.csv",

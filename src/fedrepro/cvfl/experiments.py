@@ -51,6 +51,13 @@ PARAMETERS = {
     "eval_train?": "bool", "eval_every?": "int>=1", "eval_batch_stats?": "bool",
 }
 
+
+# The leaderboard's board run (config/leaderboard.yaml): the parameters of `run` plus the compressors to put through
+# it (the workflow turns "registered" into every registered name but the paper's own), the figure's method whose
+# settings each one takes (`template`), and the budget offered to each compressor's factory (`knobs`).
+BOARD_PARAMETERS = {**PARAMETERS, "board_compressors": "registered|list[str]", "template": "method_name",
+                    "knobs?": {"*": "any"}}
+
 # What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): seeds x grid x epochs x samples x Q local
 # steps x M parties (x MIMIC's hours: the LSTM steps through them); the party network (and its proxy's size) decides
 # the cost of one unit.
@@ -286,5 +293,27 @@ def run(ctx):
     ctx.log.info("%s/%s: %d runs", ctx.experiment, ctx.configuration, len(facts["timing"]))
     return RunResult(rows, seeds=sorted({int(s) for s in rows["seed"]}),
                      extra={"timing": facts["timing"],
+                            "streams": "torch.manual_seed(seed) for init; numpy default_rng(seed) batch order; "
+                                       "torch.Generator(seed + 7919) shared dither (A-7)"})
+
+
+def board(ctx):
+    """Leaderboard runner: each compressor of `compressors` as a method of the figure's grid with the settings of
+    method `template` (the run offers it the grid's bits `b`, `range_mode`, `ratio` or `k`, as to the paper's own)."""
+    from dataclasses import replace
+
+    from fedrepro.leaderboard.candidates import run_each
+    from fedrepro.pipeline import RunResult
+
+    p = ctx.params
+    template = {k: v for k, v in (p["methods"][p["template"]] or {}).items() if k != "compressor"}
+
+    def one(name, spec):
+        return run(replace(ctx, params={**p, "methods": {name: {**template, "compressor": spec}}})).rows
+
+    rows = run_each(p["board_compressors"], p.get("knobs"), one, ctx.log, build=False)
+    rows["dataset"] = p["dataset"]     # also on the "n/a" rows: the leaderboard's column is per dataset
+    return RunResult(rows, seeds=sorted({int(s) for s in rows["seed"].dropna()}) if "seed" in rows else [ctx.seed],
+                     extra={"template": p["template"],
                             "streams": "torch.manual_seed(seed) for init; numpy default_rng(seed) batch order; "
                                        "torch.Generator(seed + 7919) shared dither (A-7)"})

@@ -66,6 +66,13 @@ PARAMETERS = {
     "target?": "float", "link_rate?": "float>0", "tau_oh?": "float>=0",
 }
 
+
+# The leaderboard's board run (config/leaderboard.yaml): the parameters of `run` plus the compressors to put through
+# it (the workflow turns "registered" into every registered name but the paper's own), the figure's method whose
+# settings each one takes (`template`), and the budget offered to each compressor's factory (`knobs`).
+BOARD_PARAMETERS = {**PARAMETERS, "board_compressors": "registered|list[str]", "template": "method_name",
+                    "knobs?": {"*": "any"}}
+
 # What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): samples processed x the model's cost per
 # sample (ResNet-20 proxies: width^2 x blocks x pixels / 1024; logistic regression: 1).  Samples: every run a method
 # makes (seeds, trigger scales or references, the gamma grid when every gamma runs, tune_frac of a run per grid value
@@ -570,3 +577,24 @@ def run(ctx):
                             "trigger_calibration": facts.get("trigger_calibration"), "data_status": status,
                             "streams": "rng_stream(seed, 'decentral', name), name in partition, minibatch, "
                                        "train_eval, topology, <method name>/compressor"})
+
+
+def board(ctx):
+    """Leaderboard runner: each compressor of `compressors` with the algorithm and settings of the figure's method
+    `template` (e.g. CHOCO-SGD with its gamma), one engine call each (fedrepro.leaderboard.candidates)."""
+    from dataclasses import replace
+
+    from fedrepro.leaderboard.candidates import run_each
+    from fedrepro.pipeline import RunResult
+
+    p = ctx.params
+    template = {k: v for k, v in (p["methods"][p["template"]] or {}).items() if k != "compressor"}
+
+    def one(name, spec):
+        return run(replace(ctx, params={**p, "methods": {name: {**template, "compressor": spec}}})).rows
+
+    rows = run_each(p["board_compressors"], p.get("knobs"), one, ctx.log)
+    return RunResult(rows, seeds=[ctx.seed + i for i in range(int(p.get("seeds", 1)))],
+                     extra={"template": p["template"],
+                            "streams": "rng_stream(seed, 'decentral', name), name in partition, minibatch, "
+                                       "train_eval, topology, <compressor>/compressor"})

@@ -46,6 +46,13 @@ PARAMETERS = {
                   "start?": "warm|randn"}],
 }
 
+
+# The leaderboard's board run (config/leaderboard.yaml): the parameters of `run` plus the compressors to put through
+# it (the workflow turns "registered" into every registered name but the paper's own), the figure's variant whose
+# settings each one takes (`template`), and the budget offered to each compressor's factory (`knobs`).
+BOARD_PARAMETERS = {**PARAMETERS, "board_compressors": "registered|list[str]", "template": "str",
+                    "knobs?": {"*": "any"}}
+
 # What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): trials x iterations x variants x inner steps x
 # the views' size (J x N x K, per view; Fig. 7 sums over its view counts).
 WORK = {"units": "trials * R * len(variants) * T * J * N * K * sum(I_values if I_values else [I])",
@@ -164,3 +171,32 @@ def run(ctx):
                      extra={"trials": p["trials"], "blas_threads": ctx.threads,
                             "streams": f"rng_stream(seed, '{ctx.experiment}', trial[, I], 'data'|'init'|label+'sgd'|"
                                        "'compressor')"})
+
+
+def board(ctx):
+    """Leaderboard runner: each compressor of `compressors` in CuteMaxVar's place, with the batch and start of the
+    figure's variant `template`, one engine call each (fedrepro.leaderboard.candidates)."""
+    from dataclasses import replace
+
+    from fedrepro.leaderboard.candidates import run_each
+    from fedrepro.pipeline import RunResult
+
+    p = ctx.params
+    template = _variant(p["variants"], p["template"])
+
+    def one(name, spec):
+        variant = {**template, "label": name, "q": None, "compressor": spec}
+        return run(replace(ctx, params={**p, "variants": [variant]})).rows
+
+    rows = run_each(p["board_compressors"], p.get("knobs"), one, ctx.log)
+    return RunResult(rows, seeds=[p["seed"]], data={"gcca-linear-synthetic": "real"},
+                     extra={"trials": p["trials"], "template": p["template"],
+                            "streams": f"rng_stream(seed, '{ctx.experiment}', trial, 'data'|'init'|<compressor>+'sgd'|"
+                                       "'compressor')"})
+
+
+def _variant(variants: list[dict], label: str) -> dict:
+    for v in variants:
+        if v["label"] == label:
+            return dict(v)
+    raise ValueError(f"template: no variant labelled {label!r}; the variants: {', '.join(v['label'] for v in variants)}")

@@ -55,6 +55,13 @@ PARAMETERS = {
     "tau?": "float>0",                      # target gap of the figure (fedrepro.mtl.artifacts)
 }
 
+
+# The leaderboard's board run (config/leaderboard.yaml): the parameters of `run` plus the compressors to put through
+# it (the workflow turns "registered" into every registered name but the paper's own), the figure's method whose
+# settings each one takes (`template`), and the budget offered to each compressor's factory (`knobs`).
+BOARD_PARAMETERS = {**PARAMETERS, "board_compressors": "registered|list[str]", "template": "method_name",
+                    "knobs?": {"*": "any"}}
+
 # What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): runs x iterations x nodes x dimension (the
 # eight schemes and both feedbacks are the same at every scale).
 WORK = {"units": "runs * (min(T, T_max) if T_max else T) * n * d", "defaults": {"T_max": "None"},
@@ -294,5 +301,26 @@ def run(ctx):
     ctx.log.info("%s/%s: %d iterations x %d runs", ctx.experiment, ctx.configuration, T, len(facts["timing"]))
     return RunResult(rows, seeds=[ctx.seed], data={f"thesis-ch4-{ctx.experiment}-synthetic": "real"},
                      extra={"T": T, "timing": facts["timing"], "instances": facts["instances"],
+                            "streams": f"rng_stream(seed, '{ctx.experiment}', trial, name), name in graph, problem, "
+                                       "test, init, edge, samples, directions"})
+
+
+def board(ctx):
+    """Leaderboard runner: each compressor of `compressors` with the algorithm of the figure's scheme `template`
+    (Algorithm 2/3 with compressed messages), one engine call each (fedrepro.leaderboard.candidates)."""
+    from dataclasses import replace
+
+    from fedrepro.leaderboard.candidates import run_each
+    from fedrepro.pipeline import RunResult
+
+    p = ctx.params
+    template = {k: v for k, v in (p["methods"][p["template"]] or {}).items() if k != "compressor"}
+
+    def one(name, spec):
+        return run(replace(ctx, params={**p, "methods": {name: {**template, "compressor": spec}}})).rows
+
+    rows = run_each(p["board_compressors"], p.get("knobs"), one, ctx.log)
+    return RunResult(rows, seeds=[ctx.seed], data={f"thesis-ch4-{ctx.experiment}-synthetic": "real"},
+                     extra={"template": p["template"],
                             "streams": f"rng_stream(seed, '{ctx.experiment}', trial, name), name in graph, problem, "
                                        "test, init, edge, samples, directions"})

@@ -363,6 +363,22 @@ def _claims_table(sub: pd.DataFrame) -> str:
             f"<th>reason</th></tr>{rows}</table>")
 
 
+def _leaderboard_section(root: Path, scale: str, link, here: Path) -> str:
+    """The cross-paper leaderboard (config/leaderboard.yaml): its figure, its table and the links to its files."""
+    base = f"results/{scale}/leaderboard"
+    out = ["<h2 id='leaderboard'>Leaderboard: every registered compressor in each work's setting</h2>"]
+    if not (root / f"{base}.md").exists():
+        return out[0] + "<p>Not built at this scale (<code>snakemake results/" + html.escape(scale) + \
+            "/leaderboard.csv</code>).</p>"
+    out.append(f"<p>{link(f'{base}.csv', 'leaderboard.csv')} · {link(f'{base}.md', 'leaderboard.md')} · "
+               f"{link(f'results/{scale}/notebooks/leaderboard.html', 'notebook')} · "
+               f"{link(f'{base}.csv.prov.json', 'provenance')}</p>")
+    out.append(f"<img src='{_rel(root / f'{base}.png', here)}' alt='leaderboard' style='max-width:100%'>")
+    text = (root / f"{base}.md").read_text().split("\n", 1)[-1]   # its own title is this section's heading
+    out.append(_inline_markdown(markdown_to_html(text)))
+    return "".join(out)
+
+
 def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Path | None = None) -> str:
     """The landing page of one scale (see the module docstring)."""
     root = Path(root or registry.root)
@@ -401,7 +417,8 @@ def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Pat
     # table of contents
     toc = ["<nav class='toc' id='contents'><ul>",
            "<li><a href='#introduction'>Introduction</a> · <a href='#scale'>Scale</a> · "
-           "<a href='#stand-ins'>Stand-in data</a> · <a href='#verdicts'>Verdicts</a></li>"]
+           "<a href='#stand-ins'>Stand-in data</a> · <a href='#verdicts'>Verdicts</a> · "
+           "<a href='#leaderboard'>Leaderboard</a></li>"]
     for p in papers:
         items = "".join(f"<li><a href='#{esc(p)}-{esc(a)}'>{esc(registry.artifact(p, a)['label'])}</a></li>"
                         for a in order[p])
@@ -456,6 +473,8 @@ def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Pat
                                     f"{esc(VERDICT_MEANING[v])}" for v in VERDICTS) + "</p>")
     if not claims.empty:
         parts.append(_counts_table(verdict_counts(claims, papers)))
+
+    parts.append(_leaderboard_section(root, scale, link, here))
 
     # papers and artifacts
     for p in papers:
