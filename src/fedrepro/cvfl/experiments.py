@@ -268,12 +268,14 @@ def run_one(dataset: str, data_path: str, p: dict, run: dict, seed: int, *, devi
     return rows, {"status": data["status"], "wall": wall, "n_b": n_b, "P": P, "N_train": n}
 
 
-def run_experiment(params: dict, data_path: str, *, device: str = "cpu", log=print) -> tuple[pd.DataFrame, dict]:
+def run_experiment(params: dict, data_path: str, *, device: str = "cpu", log=print,
+                   data_cache: dict | None = None) -> tuple[pd.DataFrame, dict]:
+    """Every run of the grid; `data_cache` (a dict) keeps the loaded data for the next call (the board runs)."""
     dataset = params["dataset"]
     seeds = SEEDS["mimic" if dataset == "mimic" else "other"][: int(params["n_seeds"])]
     grid = expand_grid(params)
     rows, timing, status = [], [], "real"
-    cache: dict = {}
+    cache: dict = {} if data_cache is None else data_cache
     for run, seed in itertools.product(grid, seeds):
         r, facts = run_one(dataset, data_path, params, run, seed, device=device, data_cache=cache)
         rows += r
@@ -283,11 +285,12 @@ def run_experiment(params: dict, data_path: str, *, device: str = "cpu", log=pri
     return pd.DataFrame(rows), {"status": status, "timing": timing}
 
 
-def run(ctx):
+def run(ctx, data_cache: dict | None = None):
     """Runner of every C-VFL training experiment: the whole grid (compressors x b x Q x M x seeds) of a configuration."""
     from fedrepro.pipeline import RunResult
 
-    rows, facts = run_experiment(ctx.params, ctx.inputs["data"], device=ctx.device, log=ctx.log.info)
+    rows, facts = run_experiment(ctx.params, ctx.inputs["data"], device=ctx.device, log=ctx.log.info,
+                                 data_cache=data_cache)
     rows.insert(0, "configuration", ctx.configuration)
     rows.insert(1, "experiment", ctx.experiment)
     ctx.log.info("%s/%s: %d runs", ctx.experiment, ctx.configuration, len(facts["timing"]))
@@ -307,9 +310,10 @@ def board(ctx):
 
     p = ctx.params
     template = {k: v for k, v in (p["methods"][p["template"]] or {}).items() if k != "compressor"}
+    cache: dict = {}                             # one load of the data for every compressor
 
     def one(name, spec):
-        return run(replace(ctx, params={**p, "methods": {name: {**template, "compressor": spec}}})).rows
+        return run(replace(ctx, params={**p, "methods": {name: {**template, "compressor": spec}}}), cache).rows
 
     rows = run_each(p["board_compressors"], p.get("knobs"), one, ctx.log, build=False)
     rows["dataset"] = p["dataset"]     # also on the "n/a" rows: the leaderboard's column is per dataset

@@ -562,11 +562,20 @@ def calibrate_trigger(params: dict, method: Method, make_task, seed: int, log=pr
 
 def run(ctx):
     """Runner of Figs. 3.1 / 3.2 / 3.4 (every method) and fig3_4_trigger (SQuARM at every threshold scale)."""
+    torch.set_num_threads(max(1, int(ctx.threads)))
+    return _run_on(ctx, _task_factory(ctx))
+
+
+def _task_factory(ctx):
+    device = "cpu" if ctx.params["model"] == "logreg" else ctx.device  # MNIST logistic regression runs on the CPU
+    return make_task_factory(ctx.params, ctx.inputs["data"], device=device)
+
+
+def _run_on(ctx, factory):
+    """`run` on an already loaded dataset (`make_task_factory`'s triple): the board runs load it once."""
     from fedrepro.pipeline import RunResult
 
-    torch.set_num_threads(max(1, int(ctx.threads)))
-    device = "cpu" if ctx.params["model"] == "logreg" else ctx.device  # MNIST logistic regression runs on the CPU
-    make_task, status, info = make_task_factory(ctx.params, ctx.inputs["data"], device=device)
+    make_task, status, info = factory
     params = prepare_params(ctx.params, info)
     rows, facts = run_experiment(params, make_task, log=ctx.log.info)
     ctx.log.info("%s/%s: %d iterations x %d runs", ctx.experiment, ctx.configuration, int(params["T"]),
@@ -589,9 +598,11 @@ def board(ctx):
 
     p = ctx.params
     template = {k: v for k, v in (p["methods"][p["template"]] or {}).items() if k != "compressor"}
+    torch.set_num_threads(max(1, int(ctx.threads)))
+    factory = _task_factory(ctx)                 # one load (and normalisation) of the data for every compressor
 
     def one(name, spec):
-        return run(replace(ctx, params={**p, "methods": {name: {**template, "compressor": spec}}})).rows
+        return _run_on(replace(ctx, params={**p, "methods": {name: {**template, "compressor": spec}}}), factory).rows
 
     rows = run_each(p["board_compressors"], p.get("knobs"), one, ctx.log)
     return RunResult(rows, seeds=[ctx.seed + i for i in range(int(p.get("seeds", 1)))],
