@@ -33,7 +33,8 @@
 # rows, without a Gram; timed that way (the benchmark's `cute-bJ` row) the full gradient is the slowest variant, as
 # in the paper. Among the batches 50-350 (claim C10) every batch crosses 2 v\* within about one iteration of the
 # others, so their order in time is the order of their per-iteration costs, which differ by tenths of a
-# millisecond; the claim rows below give this build's times and verdict.
+# millisecond (the quick build of 26 Nov 2026: 9.6, 9.5, 11.1, 12.2 ms to 2 v\* for batches 50, 100, 200, 350, so
+# C10 is reproduced only qualitatively); the claim rows below give this build's times and verdict.
 
 # %% tags=["parameters"]
 root = None  # repository root; None: searched upwards from the working directory
