@@ -37,6 +37,32 @@ def test_a_stand_in_input_still_makes_every_verdict_not_comparable():
     assert set(out["verdict"]) == {"not-comparable"} and set(out["data"]) == {"stand-in"}
 
 
+def test_a_claim_naming_its_datasets_is_judged_on_their_kinds_alone():
+    """One panel of a figure over several datasets (cvfl Fig. 3's CIFAR-10 panel beside MIMIC-III and ModelNet10
+    stand-ins): `datasets:` keeps the other panels' stand-ins out of its verdict, and only out of its own."""
+    status = {"cifar10": "real-reencoded", "mimic3_ihm": "stand-in"}
+    panel = {**PRED, "id": "P.cifar10", "datasets": ["cifar10"]}
+    whole = evaluate_claims([PRED, panel], DATA, paper="p", artifact="t", scale="quick", data_status=status)
+    alone = evaluate_claims([PRED], DATA, paper="p", artifact="t", scale="quick", data_status={"cifar10": "real"})
+    by_id = whole.set_index("claim")
+    assert by_id.loc["P", "verdict"] == "not-comparable" and by_id.loc["P", "data"] == "stand-in"
+    assert by_id.loc["P.cifar10", "verdict"] == alone["verdict"].iloc[0] != "not-comparable"
+    assert by_id.loc["P.cifar10", "data"] == "real-reencoded"
+    assert by_id.loc["P.cifar10", "detail"].startswith("re-encoded images (cifar10:")
+    stand_in_panel = {**panel, "datasets": ["mimic3_ihm"]}
+    out = evaluate_claims([stand_in_panel], DATA, paper="p", artifact="t", scale="quick", data_status=status)
+    assert set(out["verdict"]) == {"not-comparable"}
+
+
+def test_a_claim_naming_a_dataset_the_artifact_lacks_stops_with_the_names():
+    import pytest
+
+    claim = {**PRED, "datasets": ["cifar100"]}
+    with pytest.raises(ValueError, match=r"claim P: datasets \['cifar100'\].*cifar10, mimic3_ihm"):
+        evaluate_claims([claim], DATA, paper="p", artifact="t", scale="quick",
+                        data_status={"cifar10": "real", "mimic3_ihm": "stand-in"})
+
+
 def test_a_result_inherits_the_least_real_kind_of_its_inputs(tmp_path):
     assert worse_data_kind("real", "real-reencoded") == worse_data_kind("real-reencoded", "real") == "real-reencoded"
     assert worse_data_kind("real-reencoded", "stand-in") == "stand-in"

@@ -113,6 +113,29 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def cmd_status(args) -> int:
+    """Verdict counts per paper and configuration from a scorecard (the README's status table)."""
+
+    from fedrepro.scorecard.evaluate import VERDICTS
+    from fedrepro.scorecard.pages import combine, paper_order, verdict_counts
+
+    path = Path(args.claims or Path(repo_root()) / "results" / args.scale / "claims.csv")
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no scorecard; build one with `snakemake --cores 2 all "
+                                f"--config scale={args.scale}` or pass --claims FILE")
+    claims = combine([path])
+    counts = verdict_counts(claims, paper_order(Registry.load(repo_root())))
+    short = {"reproduced": "reproduced", "reproduced-qualitatively": "qualitatively", "not-reproduced": "not reproduced",
+             "not-comparable": "not-comparable", "not-run": "not-run"}
+    columns = [v for v in VERDICTS if v in counts]
+    print("| paper | configuration | " + " | ".join(short[v] for v in columns) + " | total |")
+    print("|---|---|" + "---|" * (len(columns) + 1))
+    for _, row in counts.iterrows():
+        print(f"| {row.paper} | {row.configuration} | " + " | ".join(str(int(row[v])) for v in columns)
+              + f" | {int(row.total)} |")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fedrepro", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -130,6 +153,10 @@ def main(argv=None) -> int:
     pl.add_argument("--calibrate", action="store_true",
                     help="rewrite config/calibration.csv from the run sidecars under results/{smoke,quick}")
     pl.set_defaults(func=cmd_plan)
+    st = sub.add_parser("status", help="verdict counts per paper and configuration of a scorecard (markdown table)")
+    st.add_argument("--scale", choices=SCALES, default="quick")
+    st.add_argument("--claims", help="a claims.csv (default: results/<scale>/claims.csv)")
+    st.set_defaults(func=cmd_status)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

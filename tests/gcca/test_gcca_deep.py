@@ -59,3 +59,29 @@ def test_deep_alt_and_cute_decrease_the_objective_and_bpv_from_the_ledger():
         np.testing.assert_allclose(res.bpv, 32 + per * np.arange(7))
         np.testing.assert_allclose(res.metrics["r"], np.arange(7))
         assert np.allclose(res.G.T @ res.G, np.eye(2), atol=1e-8) and np.allclose(res.G.mean(0), 0, atol=1e-10)
+
+
+def test_inner_epochs_are_T_passes_of_J_over_batch_adam_steps():
+    """gcca:A-29: `inner_unit: epochs` (the authors' toy code) is T * (J // batch) Adam steps per outer iteration,
+    i.e. the `steps` reading with that many steps: the same iterates, objectives and bits from the same streams."""
+    rng = rng_stream(0, "test-deep", "epochs")
+    X = rng.standard_normal((3, 120, 2))
+    common = dict(K=2, R=3, hidden=(8,), batch=40, lr=1e-2, q=3)
+    epochs = run_deep(X, DeepConfig(T=2, inner_unit="epochs", **common), rng_stream(0, "sgd"), rng_stream(0, "comp"))
+    steps = run_deep(X, DeepConfig(T=2 * (120 // 40), **common), rng_stream(0, "sgd"), rng_stream(0, "comp"))
+    fewer = run_deep(X, DeepConfig(T=2, **common), rng_stream(0, "sgd"), rng_stream(0, "comp"))
+    np.testing.assert_array_equal(epochs.objective, steps.objective)
+    np.testing.assert_array_equal(epochs.bpv, steps.bpv)
+    assert not np.allclose(epochs.objective[1:], fewer.objective[1:])
+
+
+def test_deep_toy_registry_runs_inner_epochs_beside_as_stated_only_at_paper_scale():
+    from fedrepro.registry import Registry
+
+    reg = Registry.load(".")
+    assert reg.configurations("gcca", "deep_toy", "quick") == ["as-stated"]
+    assert reg.configurations("gcca", "deep_toy", "paper") == ["as-stated", "inner-epochs"]
+    as_stated = reg.params("gcca", "deep_toy", "as-stated", "paper")
+    epochs = reg.params("gcca", "deep_toy", "inner-epochs", "paper")
+    assert {k for k in epochs if epochs[k] != as_stated.get(k)} == {"inner_unit"}
+    assert reg.assumptions("gcca")["gcca:A-29"]["alternatives"] == {"steps": ["as-stated"], "epochs": ["inner-epochs"]}

@@ -235,6 +235,27 @@ def artifact_configurations(registry, paper: str, artifact: str, scale: str | No
                               for c in registry.configurations(paper, exp, s)))
 
 
+def _data_kind(claim: dict, data_status: dict | None, source: str) -> tuple[bool, str, str]:
+    """(stand-in?, the data label, the caveat that leads each detail) of one claim.
+
+    The artifact's data status maps each dataset it was made from to its kind; a claim that reads only some of them
+    (`datasets:`, e.g. one panel of a figure over three datasets) is judged on those alone, so a stand-in beside them
+    does not make it not-comparable."""
+    status = dict(data_status or {})
+    if claim.get("datasets"):
+        unknown = sorted(set(claim["datasets"]) - set(status))
+        if status and unknown:
+            raise ValueError(f"{source}: claim {claim['id']}: datasets {unknown} are not among the artifact's inputs "
+                             f"({', '.join(sorted(status))}); name those the claim reads")
+        status = {k: v for k, v in status.items() if k in claim["datasets"]}
+    stand_in = any(v == "stand-in" for v in status.values())
+    reencoded = sorted(k for k, v in status.items() if v == "real-reencoded")
+    data_label = "stand-in" if stand_in else "real-reencoded" if reencoded else "real"
+    caveat = (f"re-encoded images ({', '.join(reencoded)}: the real images through a lossy JPEG codec, every pixel off "
+              f"by the coding error); ") if reencoded else ""
+    return stand_in, data_label, caveat
+
+
 def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str, artifact: str, scale: str,
                     data_status: dict | None, source: str | None = None,
                     configurations: list[str] | None = None) -> pd.DataFrame:
@@ -246,13 +267,9 @@ def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str
     """
     source = source or claim_source(paper)
     label = ", ".join(configurations or []) or "(one)"
-    stand_in = any(v == "stand-in" for v in (data_status or {}).values())
-    reencoded = sorted(k for k, v in (data_status or {}).items() if v == "real-reencoded")
-    data_label = "stand-in" if stand_in else "real-reencoded" if reencoded else "real"
-    caveat = (f"re-encoded images ({', '.join(reencoded)}: the real images through a lossy JPEG codec, every pixel off "
-              f"by the coding error); ") if reencoded else ""
     rows = []
     for claim in claims:
+        stand_in, data_label, caveat = _data_kind(claim, data_status, source)
         if data is None:
             rows.append([paper, claim["id"], artifact, claim["statement"], claim.get("paper_value", ""), "", "not-run",
                          label, data_label, scale, _band_text(claim["tolerance"].get(scale)), "artifact not built"])
