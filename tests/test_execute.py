@@ -96,3 +96,20 @@ def test_a_saved_figure_shows_its_png_file(tmp_path):
     nb = execute_notebook(_notebook(cell), {}, cwd=tmp_path)
     shown = base64.b64decode(nb.cells[-1].outputs[-1].data["image/png"])
     assert shown == (tmp_path / "f.png").read_bytes()
+
+
+def test_the_shared_html_exporter_writes_what_a_new_one_writes(tmp_path):
+    """`export_html` keeps one exporter per process (a warm server compiles its templates once): every export,
+    also after the warm-up's and another notebook's, is byte for byte a new `HTMLExporter`'s."""
+    from nbconvert import HTMLExporter
+
+    from fedrepro import warm
+    from fedrepro.execute import export_html
+
+    first = execute_notebook(_notebook(*CELLS), {"x": 2, "name": "first"}, cwd=tmp_path)
+    second = execute_notebook(_notebook(*CELLS[:2]), {"x": 3, "name": "second"}, cwd=tmp_path)
+    warm._export_once()
+    for nb in (first, second, first):
+        html = export_html(nb)
+        assert html == HTMLExporter().from_notebook_node(nb)[0]
+        assert "<img" in html if nb is first else "<img" not in html

@@ -110,6 +110,24 @@ def run_cell(client, source: str):
     return _outputs(client.iopub_channel.get_msgs()), reply.get("execution_count"), reply
 
 
+_HTML_EXPORTER = None
+
+
+def export_html(nb) -> str:
+    """The executed notebook as HTML (nbconvert's `HTMLExporter`, its default template).
+
+    One exporter per process: its first export compiles the Jinja templates, the regular expressions and the
+    Pygments lexers (about 0.4 s of a render; a warm server does it once, `fedrepro.warm`), later ones reuse them.
+    An export reads nothing from an earlier one, so the HTML is byte for byte what a new exporter writes
+    (tests/test_execute.py)."""
+    global _HTML_EXPORTER
+    if _HTML_EXPORTER is None:
+        from nbconvert import HTMLExporter
+
+        _HTML_EXPORTER = HTMLExporter()
+    return _HTML_EXPORTER.from_notebook_node(nb)[0]
+
+
 def execute_notebook(nb, parameters: dict, cwd) -> nbformat.NotebookNode:
     """Inject `parameters`, run every code cell in order in an in-process kernel (cwd: `cwd`) and return the
     executed notebook.  Raises `NotebookExecutionError` at the first cell that raises."""

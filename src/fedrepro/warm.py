@@ -17,6 +17,7 @@ is killed with its process group.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import selectors
@@ -30,12 +31,17 @@ ENV = "FEDREPRO_WARM"  # the server's socket path, for the job processes
 _CHILD = "FEDREPRO_WARM_COPY"  # set in a forked copy: its handoff() returns at once
 # what the jobs import before doing anything, imported once by the server, cheapest and most shared first; then
 # the runner modules the registries name (with what they import: sklearn, scipy.stats, torchvision, ...)
-PRELOAD = ("numpy", "scipy.sparse", "pandas", "matplotlib.pyplot", "jupytext", "nbformat", "nbconvert",
-           "ipykernel.inprocess.manager", "fedrepro.execute", "fedrepro.io", "fedrepro.pipeline",
-           "fedrepro.scorecard.artifact_claims", "fedrepro.notebook", "fedrepro.plotting",
+PRELOAD = ("snakemake.iocontainers",  # every job script's preamble unpickles its `snakemake` object first
+           "numpy", "scipy.sparse", "pandas", "pandas.io.formats.csvs", "matplotlib.pyplot", "jupytext", "nbformat",
+           "nbconvert", "ipykernel.inprocess.manager", "fedrepro.execute", "fedrepro.io", "fedrepro.pipeline",
+           "fedrepro.plugins", "fedrepro.registry", "fedrepro.scorecard.artifact_claims", "fedrepro.notebook",
+           "fedrepro.plotting",
+           # what a render's kernel start and parameter cell import (debugpy, black, requests, sqlite3: 0.3 s)
+           "ipykernel.inprocess.ipkernel", "papermill.parameterize", "sqlite3",
            *(f"fedrepro.{family}.artifacts" for family in ("gcca", "cvfl", "decentral", "mtl", "transfer", "adept")),
            "torch", "torch._dynamo",  # torch's optimizers and torch.func import torch._dynamo on first use (2-3 s)
-           "sklearn.svm", "sklearn.manifold", "scipy.optimize", "scipy.sparse.linalg", "torchvision")
+           "sklearn.svm", "sklearn.manifold", "scipy.optimize", "scipy.sparse.linalg", "torchvision",
+           "tabulate")  # torch._dynamo's exit handler formats its (empty) compile-time table with it in every job
 _MAX_MESSAGE = 1 << 20
 
 
@@ -87,6 +93,7 @@ class _Server:
         self.selector.register(self.listener, selectors.EVENT_READ)
         self.copies: dict[int, socket.socket] = {}
         self.sources: dict[str, tuple[int, int]] = {}
+        self.scanned: set[str] = set()  # module names already looked at (a scan after each step sees only new ones)
 
     def preload(self, root: Path):
         """Import PRELOAD one module at a time (a generator: jobs that arrive meanwhile are served between steps,
@@ -101,10 +108,11 @@ class _Server:
             self._record_sources(root)
             yield
         _draw_once()
+        _export_once()
         self._record_sources(root)
 
     def _record_sources(self, root: Path) -> None:
-        for f in _repository_sources(root):
+        for f in _repository_sources(root, skip=self.scanned):
             self.sources.setdefault(f, _stat(f))
 
     def changed_sources(self) -> list[str]:
@@ -136,6 +144,10 @@ class _Server:
             for fd in fds:
                 os.close(fd)
             return
+        # Everything the server holds now goes to the collector's permanent generation: a copy's collections
+        # (IPython runs a full one at exit) then walk only the job's own objects, and do not write to (and so
+        # copy) every page of the server's memory.  Objects are never freed by this, only not scanned.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
             self.listener.close()
@@ -206,6 +218,7 @@ def _run_copy(request: dict, fds: list[int]) -> None:
         os.environ[_CHILD] = "1"
         sys.argv = list(request["argv"])
         sys.path[0] = os.path.dirname(sys.argv[0])
+        _skip_server_finalizers()
         runpy.run_path(sys.argv[0], run_name="__main__")
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
@@ -220,6 +233,17 @@ def _run_copy(request: dict, fds: list[int]) -> None:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _skip_server_finalizers() -> None:
+    """The copy's exit runs the job's own finalizers, not the server's: those tear down libraries the server loaded
+    (torch deregisters every operator library it registered, about 0.2 s), which the copy's `os._exit` discards
+    anyway; they write no file of the job.  The job's own (temporary folders, ...) still run, and so do the
+    `atexit` callbacks (logging's flush among them)."""
+    import weakref
+
+    for finalizer in list(weakref.finalize._registry):  # noqa: SLF001 - the only way to list live finalizers
+        finalizer.atexit = False
 
 
 def _draw_once() -> None:
@@ -248,6 +272,29 @@ def _draw_once() -> None:
         pass
 
 
+def _export_once() -> None:
+    """Export one small notebook to HTML with the render jobs' exporter (`fedrepro.execute.export_html`): it
+    compiles its templates, regular expressions and lexers once here (0.4 s of every render otherwise). By name,
+    as in `_draw_once`, so that run jobs do not depend on the render code."""
+    try:
+        import importlib
+
+        import nbformat
+
+        v4 = nbformat.v4
+        code = v4.new_code_cell("import numpy as np\nnp.arange(3)  # warm-up", execution_count=1, outputs=[
+            v4.new_output("stream", name="stdout", text="0.25 &lt; 1\n"),
+            v4.new_output("execute_result", {"text/plain": "array([0, 1, 2])", "text/markdown": "| a |\n|---|\n| 1 |"},
+                          execution_count=1),
+            v4.new_output("display_data", {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})])
+        nb = v4.new_notebook(cells=[v4.new_markdown_cell("# Warm-up\n\n*one* `cell` &amp; a [link](x.html)\n\n"
+                                                         "| a | b |\n|---|---|\n| 1 | 2 |"), code])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        importlib.import_module("fedrepro.execute").export_html(nb)
+    except Exception:  # noqa: BLE001 - only a cache: the jobs export without it
+        pass
+
+
 def _stat(path: str) -> tuple[int, int]:
     try:
         st = os.stat(path)
@@ -256,15 +303,22 @@ def _stat(path: str) -> tuple[int, int]:
         return (0, -1)
 
 
-def _repository_sources(root: Path) -> list[str]:
+def _repository_sources(root: Path, skip: set[str] | None = None) -> list[str]:
     """The imported modules' files in the repository (the workflow's scripts and, wherever it is installed from,
     the fedrepro package): a change to one makes the warm copies stale. Other installed libraries are not
-    watched (reinstalling them during a build is not supported)."""
-    watched = (root.resolve(), Path(__file__).resolve().parent)
+    watched (reinstalling them during a build is not supported).
+
+    `skip`: names of modules already looked at, updated here; the server scans after every preload step, and
+    resolving the path of each of torch's thousands of modules each time was half of the server's start-up."""
+    watched = tuple(os.path.join(os.path.realpath(w), "") for w in (root, os.path.dirname(__file__)))
+    skip = set() if skip is None else skip
     files = []
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
+        if name in skip:
+            continue
+        skip.add(name)
         f = getattr(module, "__file__", None)
-        if f and any(Path(f).resolve().is_relative_to(w) for w in watched):
+        if f and os.path.realpath(f).startswith(watched):
             files.append(f)
     return files
 

@@ -20,9 +20,8 @@ if "matplotlib" in sys.modules:  # a warm copy (fedrepro.warm) imported matplotl
 
 import jupytext
 import nbformat
-from nbconvert import HTMLExporter
 
-from fedrepro.execute import execute_notebook
+from fedrepro.execute import execute_notebook, export_html
 from fedrepro.io import atomic_path, write_text
 from fedrepro.pipeline import rule_run
 from fedrepro.scorecard.artifact_claims import write_artifact_claims
@@ -41,7 +40,7 @@ with rule_run(sm, inputs=[*sm.input.runs]) as run:
     notebook = execute_notebook(jupytext.read(sm.input.notebook), parameters, cwd=root)
     with atomic_path(outputs["ipynb"]) as tmp:
         nbformat.write(notebook, str(tmp))
-    write_text(outputs["html"], HTMLExporter().from_notebook_node(notebook)[0])
+    write_text(outputs["html"], export_html(notebook))
     run.sidecars(outputs.values(), inputs=[sm.input.notebook, *sm.input.runs, sm.input.registry],
                  config=parameters | {"root": "."}, extra={"notebook": sm.input.notebook})
     # the scorecard's rows for this artifact, by the same code as the notebook's "Paper vs ours" (the leaderboard
