@@ -59,6 +59,10 @@ def run_once(reg: Registry, paper: str, exp: str, device: str, data: Path, out: 
             del frame
         inputs[name] = done[need]
     params = {**reg.params(paper, exp, configuration, "smoke"), "seed": 0}
+    if params.get("board_compressors") == "registered":          # a leaderboard run, resolved as the workflow does
+        from fedrepro.leaderboard.spec import Board, registered_compressors
+
+        params["board_compressors"] = Board.load(ROOT, reg).board_compressors(paper, exp, registered_compressors())
     csv = out / f"{exp}.{device}.csv"
     ctx = RunContext(paper=paper, experiment=exp, configuration=configuration, scale="smoke", params=params,
                      inputs=inputs, output=str(csv), threads=2, device_preference=device,

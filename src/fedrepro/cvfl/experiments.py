@@ -311,6 +311,7 @@ def board(ctx):
     p = ctx.params
     template = {k: v for k, v in (p["methods"][p["template"]] or {}).items() if k != "compressor"}
     cache: dict = {}                             # one load of the data for every compressor
+    ctx.device                                   # decided here, so the sidecar records where the copies ran
 
     def one(name, spec):
         return run(replace(ctx, params={**p, "methods": {name: {**template, "compressor": spec}}}), cache).rows
