@@ -113,3 +113,28 @@ def test_the_shared_html_exporter_writes_what_a_new_one_writes(tmp_path):
         html = export_html(nb)
         assert html == HTMLExporter().from_notebook_node(nb)[0]
         assert "<img" in html if nb is first else "<img" not in html
+
+
+def test_figures_show_when_the_inline_backend_was_selected_before_the_kernel(tmp_path):
+    """A warm copy (fedrepro.warm) has matplotlib imported and selects the inline backend before the kernel exists;
+    the executed notebook must still hold the figure as image/png (it held only "<Figure ...>" text before)."""
+    import subprocess
+    import sys
+
+    script = f"""
+import os, sys
+os.environ.pop("MPLBACKEND", None)
+import matplotlib, matplotlib.pyplot            # the warm server's preload (default backend)
+os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+matplotlib.use(os.environ["MPLBACKEND"])        # what the render script does in a warm copy
+assert "matplotlib_inline.backend_inline" in sys.modules
+import nbformat
+from fedrepro.execute import execute_notebook
+nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+    "import matplotlib.pyplot as plt\\nfig, ax = plt.subplots()\\nax.plot([0, 1])\\nfig")])
+out = execute_notebook(nb, {{}}, cwd={str(tmp_path)!r})
+print("PNG" if any("image/png" in o.get("data", {{}}) for c in out.cells for o in c.outputs) else "NO PNG")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("PNG") and "NO PNG" not in done.stdout, done.stdout

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import re
+import sys
 import time
 
 import nbformat
@@ -73,6 +74,7 @@ def in_process_kernel():
 
     manager = InProcessKernelManager()
     manager.start_kernel()
+    _inline_figures(manager.kernel.shell)
     client = manager.client()
     client.start_channels()
     try:
@@ -83,6 +85,22 @@ def in_process_kernel():
         # ipykernel stops its IOPub thread's loop before that loop has run the cancellation of its event-pipe task,
         # and asyncio reports the pending task when the process exits, by then into a closed log file: noise only
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+
+
+def _inline_figures(shell) -> None:
+    """Figures as image/png outputs.  matplotlib_inline wires its backend into the shell when its module is first
+    imported with a shell present; a warm copy (fedrepro.warm) imported it before this kernel existed (the render
+    script selects the backend first), so wire it here, once, as that import would have."""
+    if "matplotlib_inline.backend_inline" not in sys.modules:
+        return                                   # the kernel's first `import matplotlib.pyplot` will do it
+    import matplotlib
+    from IPython.core.pylabtools import activate_matplotlib
+    from matplotlib_inline.backend_inline import configure_inline_support
+
+    backend = matplotlib.rcParams._get("backend")   # as matplotlib_inline reads it (no backend resolution)
+    if backend in ("inline", "module://matplotlib_inline.backend_inline"):
+        activate_matplotlib(backend)
+        configure_inline_support(shell, backend)
 
 
 def _outputs(messages) -> list:
