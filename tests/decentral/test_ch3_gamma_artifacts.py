@@ -115,3 +115,32 @@ def test_fig3_4_gamma_table_marks_both_criteria(tmp_path):
     assert "**one-class**" in text and "**two-classes**" in text
     assert "0.311*" in text and "(unstable)†" in text
     assert Path(art.outputs["md"]).read_text().strip() == text.strip()
+
+
+def test_gamma_grid_figure_draws_one_panel_per_split_and_marks_both_choices(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from fedrepro.decentral.artifacts import gamma_grid_figure
+
+    art = _artifact(tmp_path, "fig3_4_gamma", kind="table")
+    fig3_4_gamma(art)
+    frame = pd.read_csv(art.outputs["csv"])
+    fig = gamma_grid_figure(frame)
+    axes = fig.axes
+    assert [a.get_title() for a in axes] == list(dict.fromkeys(frame["configuration"]))
+    lines = {(a.get_title(), ln.get_label()) for a in axes for ln in a.get_lines()}
+    for conf, method in frame[["configuration", "method"]].drop_duplicates().itertuples(index=False):
+        assert any(c == conf and lab.startswith(label_of(method)) for c, lab in lines), (conf, method)
+    # every chosen γ (whole run, 10 % rule) is drawn as its own marker at its final test error
+    one = axes[0]
+    chosen = frame[(frame.configuration == one.get_title()) & (frame.chosen_whole_run == 1)]
+    offsets = np.concatenate([c.get_offsets() for c in one.collections if len(c.get_offsets())])
+    for g, e in chosen[["gamma", "final_test_error"]].itertuples(index=False):
+        assert np.any(np.isclose(offsets[:, 0], g) & np.isclose(offsets[:, 1], e))
+
+
+def label_of(method):
+    from fedrepro.plotting import label
+
+    return label(method)

@@ -683,13 +683,53 @@ def gamma_grid_markdown(frame: pd.DataFrame) -> str:
     return "\n\n".join(parts + [legend])
 
 
+def gamma_grid_figure(frame: pd.DataFrame):
+    """The γ grid drawn: final test error against γ, one panel per configuration (data split), one line per method
+    and trigger reference; hollow markers where the consensus distance grew (unstable), a ring on the γ the
+    whole-run criterion chose and a cross on the one the 10 % rule (ch3:A-10) chose."""
+    import matplotlib.pyplot as plt
+
+    apply_style()
+    confs = list(dict.fromkeys(frame["configuration"]))
+    fig, axes = plt.subplots(1, len(confs), figsize=(3.6 * len(confs), 3.2), sharey=True, squeeze=False)
+    for ax, conf in zip(axes[0], confs):
+        part = frame[frame["configuration"] == conf]
+        for (method, ref), rows in part.groupby(["method", "trigger_reference"], sort=False):
+            rows = rows.sort_values("gamma")
+            c = color(method)
+            ax.plot(rows["gamma"], rows["final_test_error"], color=c, lw=1.2, ls="-" if ref in ("-", "copy") else "--",
+                    label=label(method) + ("" if ref in ("-", "copy") else f", {ref}"))
+            stable = rows["stable"] == 1
+            ax.scatter(rows.loc[stable, "gamma"], rows.loc[stable, "final_test_error"], color=c, s=14, zorder=3)
+            ax.scatter(rows.loc[~stable, "gamma"], rows.loc[~stable, "final_test_error"], facecolors="none",
+                       edgecolors=c, s=14, zorder=3)
+            for flag, marker, size in (("chosen_whole_run", "o", 70), ("chosen_a10", "x", 45)):
+                pick = rows[rows[flag] == 1]
+                ax.scatter(pick["gamma"], pick["final_test_error"], marker=marker, s=size, zorder=4,
+                           facecolors="none" if marker == "o" else c, edgecolors=c if marker == "o" else None)
+        ax.set_xscale("log")
+        ax.set_title(conf)
+        ax.set_xlabel("consensus step γ")
+    axes[0][0].set_ylabel("final test error")
+    axes[0][-1].legend(fontsize=7, loc="best")
+    fig.suptitle("γ grid (ch3:A-10): ring = whole-run choice, × = 10 % rule, hollow = unstable", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def fig3_4_gamma(art):
     """The γ grid behind Fig. 3.4's derived configurations (not a thesis table): writes the CSV (one row per
-    configuration, method, trigger reference and γ) and returns the per-split tables as Markdown."""
-    from IPython.display import Markdown
+    configuration, method, trigger reference and γ), shows the grid as a plot and returns the per-split tables as
+    Markdown."""
+    import matplotlib.pyplot as plt
+    from IPython.display import Markdown, display
 
     frame = gamma_grid_frame(art)
     art.write_data(frame)
+    if len(frame):
+        fig = gamma_grid_figure(frame)
+        display(fig)                 # shown in the notebook; the artifact's outputs stay the table
+        plt.close(fig)
     text = ("No paper values: the thesis states no consensus step γ and reports no tuning grid (ch3:A-10).\n\n"
             + gamma_grid_markdown(frame))
     art.write_markdown(text)
