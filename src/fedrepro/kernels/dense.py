@@ -30,19 +30,23 @@ _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
 
 @_jit
+def _momentum_entry(x, v, i, gi, c, beta, neg_eta, wd, nesterov):
+    """One entry of the momentum update (both kernels below): weight decay, v = v c + g, then x."""
+    if wd != 0:
+        gi = x[i] * wd + gi
+    vi = v[i] * c + gi
+    v[i] = vi
+    if nesterov:
+        x[i] = fma(fma(vi, beta, gi), neg_eta, x[i])
+    else:
+        x[i] = fma(vi, neg_eta, x[i])
+
+
+@_jit
 def momentum_step(x, v, g, c, beta, neg_eta, wd, nesterov):
     """x, v (updated in place), g: 1-D arrays of one dtype; c, beta, neg_eta, wd: scalars of that dtype."""
-    use_wd = wd != 0
     for i in range(x.shape[0]):
-        gi = g[i]
-        if use_wd:
-            gi = x[i] * wd + gi
-        vi = v[i] * c + gi
-        v[i] = vi
-        if nesterov:
-            x[i] = fma(fma(vi, beta, gi), neg_eta, x[i])
-        else:
-            x[i] = fma(vi, neg_eta, x[i])
+        _momentum_entry(x, v, i, g[i], c, beta, neg_eta, wd, nesterov)
 
 
 @_jit
@@ -55,7 +59,6 @@ def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov):
     C = z.shape[2]
     gT = np.empty((C, P), dtype=x.dtype)
     g = np.empty(P * C, dtype=x.dtype)
-    use_wd = wd != 0
     for i in range(n):
         xi, vi, ai, zi = x[i], v[i], a[i], z[i]
         for k in range(C):
@@ -71,15 +74,7 @@ def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov):
             for k in range(C):
                 g[q * C + k] = gT[k, q]
         for e in range(P * C):
-            ge = g[e] / b
-            if use_wd:
-                ge = xi[e] * wd + ge
-            ve = vi[e] * c + ge
-            vi[e] = ve
-            if nesterov:
-                xi[e] = fma(fma(ve, beta, ge), neg_eta, xi[e])
-            else:
-                xi[e] = fma(ve, neg_eta, xi[e])
+            _momentum_entry(xi, vi, e, g[e] / b, c, beta, neg_eta, wd, nesterov)
 
 
 # NumPy sums a row of at most this many entries with one 8-way unrolled pass (pairwise_sum's base case)
