@@ -7,10 +7,15 @@ Linear(64, 10) server, B = 100, Q = 10, fp32, synthetic tensors. Compared, inter
              separate round-start forward (the engine before issue 19);
 - loop:      a plain torch loop of our own in the authors' structure (round-start forward of every party, then
              party by party Q local steps against the others' round-start embeddings, then the server);
+- authors:   with --authors-code DIR (a checkout of the authors' repository, timcast725/C-VFL; not shipped here):
+             the same round structure as `loop`, on the authors' own party and server modules
+             (ModelNet_CVFL/models/resnet2.py `ResNet18`, models/resnet_top.py `resnet_top`, as their quant_cifar.py
+             builds them) and their optimizer (torch.optim.SGD, zero_grad/backward/step per local iteration);
 - limit:     the round's FLOPs (counted with torch's FlopCounterMode on the per-party modules) / the matmul rate
              measured here (2048² fp32 torch.matmul, same threads).
 
     PYTHONPATH=src python benchmarks/bench_cvfl.py [--threads 2] [--pairs 2] [--Q 10] [--eval-chunks 100,250,1000]
+        [--authors-code DIR]
 
 Reports medians of per-round wall and CPU times (the machine is shared: CPU time is the steadier of the two),
 the paired ratios, and the evaluation time per 1,000 test images for each chunk size (parties in eval mode).
@@ -88,6 +93,40 @@ def authors_style_round(nets, W, bias, x, y, Q, lr, torch, F):
             bg.add_(gb, alpha=-lr)
 
 
+def load_authors_models(root: Path, torch):
+    """The authors' party and server modules, loaded from their checkout by file path (their `models` package
+    imports torchvision-free modules only for these two)."""
+    models = {}
+    for name in ("resnet2", "resnet_top"):
+        path = root / "ModelNet_CVFL" / "models" / f"{name}.py"
+        if not path.is_file():
+            raise SystemExit(f"--authors-code: {path} not found (give the root of a timcast725/C-VFL checkout)")
+        spec = importlib.util.spec_from_file_location(f"cvfl_authors_{name}", path)
+        models[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(models[name])
+    parties = [models["resnet2"].ResNet18() for _ in range(M)]
+    top = models["resnet_top"].resnet_top(num_classes=C, num_clients=M)
+    return parties, top
+
+
+def authors_round(parties, opts, top, top_opt, x, y, Q, torch, F):
+    """`authors_style_round` as their train() runs it: torch.optim.SGD per module, zero_grad/backward/step."""
+    with torch.no_grad():
+        H0 = [net(xm) for net, xm in zip(parties, x)]
+    for m, (net, opt) in enumerate(zip(parties, opts)):
+        for _ in range(Q):
+            H = list(H0)
+            H[m] = net(x[m])
+            opt.zero_grad()
+            top_opt.zero_grad()
+            F.cross_entropy(top(torch.cat(H, dim=1)), y).backward()
+            opt.step()
+    for _ in range(Q):
+        top_opt.zero_grad()
+        F.cross_entropy(top(torch.cat(H0, dim=1)), y).backward()
+        top_opt.step()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
@@ -97,6 +136,8 @@ def main() -> None:
     ap.add_argument("--eval-chunks", default="100,250,1000")
     ap.add_argument("--eval-n", type=int, default=1000)
     ap.add_argument("--skip-rounds", action="store_true")
+    ap.add_argument("--authors-code", type=Path, default=None,
+                    help="root of a checkout of the authors' repository (timcast725/C-VFL): adds their modules")
     a = ap.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", str(a.threads))
     import torch
@@ -130,6 +171,13 @@ def main() -> None:
 
     runs = {"after": lambda: after.round_alg1(x, y, cfg.lr), "before": run_before,
             "loop": lambda: authors_style_round(loop_nets, W, bias, x, y, a.Q, cfg.lr, torch, F)}
+    if a.authors_code is not None:
+        torch.manual_seed(0)
+        their_parties, their_top = load_authors_models(a.authors_code, torch)
+        their_opts = [torch.optim.SGD(n.parameters(), lr=cfg.lr) for n in their_parties]
+        their_top_opt = torch.optim.SGD(their_top.parameters(), lr=cfg.lr)
+        runs["authors"] = lambda: authors_round(their_parties, their_opts, their_top, their_top_opt, x, y, a.Q,
+                                                torch, F)
     print(f"torch threads {a.threads}; B = {a.B}, Q = {a.Q}; matmul {rate / 1e9:.0f} GFLOP per CPU-second; round "
           f"{flops / 1e12:.2f} TFLOP (+ {M * fwd / 1e12:.2f} for a separate round-start forward); "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
@@ -137,7 +185,7 @@ def main() -> None:
     cpu = {k: [] for k in runs}
     names = list(runs)
     for i in range(0 if a.skip_rounds else a.pairs):
-        for k in names[i % 3:] + names[: i % 3]:
+        for k in names[i % len(names):] + names[: i % len(names)]:
             t0, c0 = time.perf_counter(), time.process_time()
             runs[k]()
             wall[k].append(time.perf_counter() - t0)
@@ -167,6 +215,12 @@ def main() -> None:
              for c in (int(c) for c in a.eval_chunks.split(","))}
     evals["before (vmap, batch statistics), chunk 1000"] = lambda: before.evaluate(TensorBatches(xt, yt, 1000))
     evals[f"loop (batch statistics), chunk {a.B}"] = lambda: loop_eval(a.B)
+    if a.authors_code is not None:
+        def authors_eval(chunk):                # their eval(): the modules as trained (never .eval()), batches of B
+            with torch.no_grad():
+                for s0 in range(0, a.eval_n, chunk):
+                    their_top(torch.cat([n(xm[s0:s0 + chunk]) for n, xm in zip(their_parties, xt)], dim=1))
+        evals[f"authors' modules (batch statistics), chunk {a.B}"] = lambda: authors_eval(a.B)
     cpu_e = {k: [] for k in evals}
     wall_e = {k: [] for k in evals}
     names = list(evals)

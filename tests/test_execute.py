@@ -138,3 +138,17 @@ print("PNG" if any("image/png" in o.get("data", {{}}) for c in out.cells for o i
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("PNG") and "NO PNG" not in done.stdout, done.stdout
+
+
+def test_a_figure_the_host_left_open_does_not_appear(tmp_path):
+    """The in-process kernel shares pyplot's figures with its host: one left open before (by a test, or by the
+    notebook a warm copy rendered before) must not be shown after this notebook's first drawing cell."""
+    import matplotlib.pyplot as plt
+
+    clean = _summary(execute_notebook(_notebook(*CELLS), {"x": 2, "name": "ours"}, cwd=tmp_path))
+    for backend in ("agg", "module://matplotlib_inline.backend_inline"):
+        plt.switch_backend(backend)
+        plt.subplots()                               # left open on purpose
+        ours = execute_notebook(_notebook(*CELLS), {"x": 2, "name": "ours"}, cwd=tmp_path)
+        assert _summary(ours) == clean, backend
+        assert not plt.get_fignums()

@@ -151,3 +151,20 @@ def test_a_plugin_appears_on_the_leaderboard_by_configuration_only(workdir):
     assert (workdir / "results/smoke/leaderboard.png").stat().st_size > 10_000
     repo = _tree(REPO)
     assert {k for k, v in _tree(workdir).items() if repo.get(k) != v} == set()
+
+
+def test_names_drawn_together_get_distinct_colours():
+    """`colors` gives every unknown name in one figure its own free colour (hashing alone collides: with ten
+    free colours, eleven names must), and keeps each known name's colour."""
+    from fedrepro.comm.registry import available_compressors
+    from fedrepro.plotting import colors
+    from fedrepro.plotting.names import fallback_colors
+
+    names = list(available_compressors()) + [f"user_method_{i}" for i in range(4)]
+    palette = colors(names)
+    unknown = [n for n in names if palette[n] not in COLORS.values()]
+    free = fallback_colors()
+    assert len({palette[n] for n in unknown}) == min(len(unknown), len(free))
+    assert all(palette[n] == color(n) for n in names if n not in unknown)
+    assert palette["identity"] == color("none") and label("identity") == label("none")
+    assert colors(names) == palette                                    # stable: the same figure, the same colours

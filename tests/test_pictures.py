@@ -95,8 +95,11 @@ def test_every_legend_entry_is_drawn_and_the_png_is_not_blank(smoke_run, paper, 
     assert blank_fraction(smoke_run / files["png"]) < 0.98, f"{files['png']} is (nearly) blank"
 
     outputs = {k: str(tmp_path / f"{artifact}.{k}") for k in ("csv", "pdf", "png")}
+    plt.close("all")
     figures = notebook_figures(smoke_run, smoke_run / REGISTRY.notebook(paper, artifact), "smoke", outputs)
     assert figures, "the notebook shows no figure"
+    # a figure left open in pyplot as well as returned is shown twice by Jupyter's inline backend
+    assert not plt.get_fignums(), f"{paper}:{artifact}: a figure is left open in pyplot"
     # the figure inspected here is the one the build shipped: the same numbers come out of the same runs
     pd.testing.assert_frame_equal(pd.read_csv(outputs["csv"]), data, check_exact=False)
     for fig in figures:

@@ -74,6 +74,7 @@ def in_process_kernel():
 
     manager = InProcessKernelManager()
     manager.start_kernel()
+    _no_figures_of_the_host()
     _inline_figures(manager.kernel.shell)
     client = manager.client()
     client.start_channels()
@@ -85,6 +86,14 @@ def in_process_kernel():
         # ipykernel stops its IOPub thread's loop before that loop has run the cancellation of its event-pipe task,
         # and asyncio reports the pending task when the process exits, by then into a closed log file: noise only
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+
+
+def _no_figures_of_the_host() -> None:
+    """A kernel process starts with no figures; this kernel shares pyplot's figure list with its host, and the inline
+    backend shows every open figure after a cell that draws: a figure the host (a test, a notebook rendered before
+    this one in the same warm copy) left open would appear in this notebook."""
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
 
 
 def _inline_figures(shell) -> None:

@@ -126,7 +126,10 @@ def test_gamma_grid_figure_draws_one_panel_per_split_and_marks_both_choices(tmp_
     art = _artifact(tmp_path, "fig3_4_gamma", kind="table")
     fig3_4_gamma(art)
     frame = pd.read_csv(art.outputs["csv"])
+    import matplotlib.pyplot as plt
+
     fig = gamma_grid_figure(frame)
+    assert not plt.get_fignums()           # detached, as every figure function: a notebook shows it once
     axes = fig.axes
     assert [a.get_title() for a in axes] == list(dict.fromkeys(frame["configuration"]))
     lines = {(a.get_title(), ln.get_label()) for a in axes for ln in a.get_lines()}

@@ -76,8 +76,10 @@ def knobs(cfg: CvflConfig, P: int) -> dict:
     """What a run offers its compressors (fedrepro.methods.build_compressor), where a factory takes the parameter and
     the method's spec leaves it out, in this order: the bits per entry `b` and the quantizers' `range_mode` (§3.4.1-2),
     a sparsifier's `ratio` = b/32 (the server-model top-k, §3.4.4) or else `k` = the columns the authors' code keeps
-    at b bits (§3.4.3, `cvfl_topk_k`)."""
-    return {"b": cfg.b, "range_mode": cfg.range_mode, "ratio": cfg.b / 32, "k": cvfl_topk_k(P, cfg.b, cfg.topk_flavor)}
+    at b bits (§3.4.3, `cvfl_topk_k`).  Compressors from elsewhere get the same budget in their own terms: `q` = b
+    bits per entry (CuteMaxVar's quantizer) and `s` = 2^(b-1) - 1 levels (QSGD: a sign and b - 1 bits of level)."""
+    return {"b": cfg.b, "range_mode": cfg.range_mode, "ratio": cfg.b / 32, "k": cvfl_topk_k(P, cfg.b, cfg.topk_flavor),
+            "q": cfg.b, "s": max(1, 2 ** (cfg.b - 1) - 1)}
 
 
 def make_compressor(cfg: CvflConfig, P: int):

@@ -714,22 +714,19 @@ def gamma_grid_figure(frame: pd.DataFrame):
     axes[0][-1].legend(fontsize=7, loc="best")
     fig.suptitle("γ grid (ch3:A-10): ring = whole-run choice, × = 10 % rule, hollow = unstable", fontsize=9)
     fig.tight_layout()
-    return fig
+    return _detached(fig)
 
 
 def fig3_4_gamma(art):
     """The γ grid behind Fig. 3.4's derived configurations (not a thesis table): writes the CSV (one row per
     configuration, method, trigger reference and γ), shows the grid as a plot and returns the per-split tables as
     Markdown."""
-    import matplotlib.pyplot as plt
     from IPython.display import Markdown, display
 
     frame = gamma_grid_frame(art)
     art.write_data(frame)
     if len(frame):
-        fig = gamma_grid_figure(frame)
-        display(fig)                 # shown in the notebook; the artifact's outputs stay the table
-        plt.close(fig)
+        display(gamma_grid_figure(frame))   # shown in the notebook; the artifact's outputs stay the table
     text = ("No paper values: the thesis states no consensus step γ and reports no tuning grid (ch3:A-10).\n\n"
             + gamma_grid_markdown(frame))
     art.write_markdown(text)

@@ -114,10 +114,11 @@ def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
     """One horizontal bar panel per column (log scale where the values span more than a decade)."""
     from matplotlib.figure import Figure
 
-    from fedrepro.plotting import color
+    from fedrepro.plotting import colors
 
     cols = column_order(frame)
     names = list(dict.fromkeys(frame.compressor))
+    palette = colors(names)
     ncol = 3
     nrow = int(np.ceil(len(cols) / ncol))
     fig = Figure(figsize=(4.2 * ncol, 0.28 * len(names) * nrow + 1.2 * nrow))
@@ -129,7 +130,7 @@ def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
         finite = vals[np.isfinite(vals) & (vals > 0)]
         log = len(finite) > 1 and finite.max() / finite.min() > 10
         shown = np.isfinite(vals) & ((vals > 0) | (not log))
-        ax.barh(y[shown], vals[shown], color=[color(n) for n, s in zip(names, shown) if s])
+        ax.barh(y[shown], vals[shown], color=[palette[n] for n, s in zip(names, shown) if s])
         for i, n in enumerate(names):
             own = n in sub.index and bool(sub.own.get(n, False))
             if not np.isfinite(vals[i]):

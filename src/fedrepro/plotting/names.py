@@ -25,6 +25,10 @@ LABELS = {
     "altmaxvar": "AltMaxVar", "cutemaxvar": "CuteMaxVar", "mvlsa": "MVLSA",
     "cutemaxvar_q2": "CuteMaxVar (q = 2)", "cutemaxvar_q3": "CuteMaxVar (q = 3)", "cutemaxvar_q4": "CuteMaxVar (q = 4)",
     "cutemaxvar_q5": "CuteMaxVar (q = 5)",
+    # fedrepro.comm built-ins (the leaderboard's rows; `identity` is drawn as `none`, see ALIASES)
+    "qsgd": "QSGD", "randk": "Rand-k", "sign_randk": "Sign+Rand-k", "qsgd_topk": "QSGD+TopK",
+    "qsgd_randk": "QSGD+Rand-k", "cvfl_scalar": "Scalar quantization (C-VFL)",
+    "cvfl_vector": "Vector quantization (C-VFL)", "cvfl_topk_columns": "Top-k columns (C-VFL)",
     # adept methods
     "adept": "ADEPT", "baseline": "Baseline", "global_training": "Global training", "local": "Local training",
     "fedavg": "FedAvg", "fedavg_ft": "FedAvg + fine-tuning", "local_closed": "Local (closed form)",
@@ -47,7 +51,7 @@ COLORS = {
 BITS_COLORS = {2: "#029e73", 3: "#de8f05", 4: "#cc78bc", 32: COLORS["none"]}
 
 # Aliases: the names some runs use for the same thing.
-ALIASES = {"vanilla_dec": "vanilla", "no_compression": "none", "global": "global_training"}
+ALIASES = {"vanilla_dec": "vanilla", "no_compression": "none", "global": "global_training", "identity": "none"}
 
 
 def _key(name) -> str:
@@ -79,6 +83,24 @@ def color(name) -> str:
     free = fallback_colors()
     digest = int(hashlib.sha256(key.encode()).hexdigest(), 16)
     return free[digest % len(free)]
+
+
+def colors(names) -> dict:
+    """Colours for names drawn together: each known name keeps its own; unknown ones take the free colours, each its
+    hash-preferred one unless a name before it took it, so no two unknown names in one figure share a colour while
+    free colours remain (`color` alone can give two unknown names the same one)."""
+    out, taken = {}, set()
+    free = fallback_colors()
+    for name in names:
+        key = _key(name)
+        if key in COLORS:
+            out[name] = COLORS[key]
+            continue
+        start = int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(free)
+        order = free[start:] + free[:start]
+        out[name] = next((c for c in order if c not in taken), order[0])
+        taken.add(out[name])
+    return out
 
 
 def bits_color(b) -> str:
