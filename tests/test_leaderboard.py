@@ -158,13 +158,12 @@ def test_names_drawn_together_get_distinct_colours():
     free colours, eleven names must), and keeps each known name's colour."""
     from fedrepro.comm.registry import available_compressors
     from fedrepro.plotting import colors
-    from fedrepro.plotting.names import fallback_colors
 
-    names = list(available_compressors()) + [f"user_method_{i}" for i in range(4)]
+    names = list(available_compressors())
     palette = colors(names)
-    unknown = [n for n in names if palette[n] not in COLORS.values()]
-    free = fallback_colors()
-    assert len({palette[n] for n in unknown}) == min(len(unknown), len(free))
-    assert all(palette[n] == color(n) for n in names if n not in unknown)
+    assert len(set(palette.values())) == len(names)                    # 13 compressors, 13 colours
     assert palette["identity"] == color("none") and label("identity") == label("none")
+    assert palette["cutemaxvar"] == color("cutemaxvar") and palette["sign"] != palette["cutemaxvar"]  # both orange
     assert colors(names) == palette                                    # stable: the same figure, the same colours
+    many = colors(names + [f"user_method_{i}" for i in range(20)])     # more names than colours: reuse, no error
+    assert len(many) == len(names) + 20 and {many[n] for n in names} == set(palette.values())

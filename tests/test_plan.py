@@ -39,6 +39,9 @@ def test_plan_prints_the_paper_table_for_all_from_a_fresh_clone(workdir):
     out = proc.stdout
     registry = Registry.load(workdir)
     jobs = plan.target_runs(registry, "all", "paper")
+    board = plan.target_runs(registry, "leaderboard", "paper")   # the leaderboard's runs belong to no artifact
+    assert {e for _, e, _ in board} == {"board", "board_mimic", "board_cifar10", "board_modelnet10", "board_ch3",
+                                        "board_ch4"} and set(board) <= set(jobs)
     assert f"{len(jobs)} run jobs" in out
     for paper, exp, configuration in jobs:
         assert f"| {paper}/{exp}/{configuration} |" in out

@@ -523,9 +523,17 @@ def measurements_for(root: str | Path, registry) -> list[Measurement]:
 # ---- jobs of a target -------------------------------------------------------------------------------------------
 
 def target_runs(registry, target: str, scale: str) -> list[tuple[str, str, str]]:
-    """(paper, experiment, configuration) of every run job a target needs at `scale` (needs: included)."""
+    """(paper, experiment, configuration) of every run job a target needs at `scale` (needs: included); `all` and
+    `leaderboard` include the leaderboard's board runs (config/leaderboard.yaml), which belong to no artifact."""
+    board_runs: list[tuple[str, str, str]] = []
+    if target in ("all", "leaderboard"):
+        from fedrepro.leaderboard.spec import Board
+
+        board_runs = Board.load(registry.root, registry).board_runs(scale, registry)
     if target == "all":
         artifacts = [(p, a) for p, a, _ in registry.artifacts(scale=scale)]
+    elif target == "leaderboard":
+        artifacts = []
     elif target in registry.papers:
         artifacts = [(p, a) for p, a, _ in registry.artifacts(target, scale=scale)]
     else:
@@ -548,6 +556,8 @@ def target_runs(registry, target: str, scale: str) -> list[tuple[str, str, str]]
         for exp in registry.artifact(paper, artifact)["experiments"]:
             for configuration in registry.configurations(paper, exp, scale):
                 add(paper, exp, configuration)
+    for paper, exp, configuration in board_runs:
+        add(paper, exp, configuration)
     return jobs
 
 

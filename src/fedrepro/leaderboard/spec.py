@@ -91,6 +91,16 @@ class Board:
             out[name] = files
         return out
 
+    def board_runs(self, scale: str, registry) -> list[tuple[str, str, str]]:
+        """(paper, experiment, configuration) of every board run the leaderboard needs at `scale`."""
+        out = []
+        for s in self.settings.values():
+            conf = s["board"]["configuration"]
+            for e in s["board"]["experiments"]:
+                if conf in registry.configurations(s["paper"], e, scale):
+                    out.append((s["paper"], e, conf))
+        return out
+
     def registries(self) -> list[str]:
         return sorted({f"config/papers/{s['paper']}.yaml" for s in self.settings.values()})
 

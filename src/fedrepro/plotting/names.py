@@ -86,20 +86,20 @@ def color(name) -> str:
 
 
 def colors(names) -> dict:
-    """Colours for names drawn together: each known name keeps its own; unknown ones take the free colours, each its
-    hash-preferred one unless a name before it took it, so no two unknown names in one figure share a colour while
-    free colours remain (`color` alone can give two unknown names the same one)."""
-    out, taken = {}, set()
+    """Colours for names drawn together, no two alike while free colours remain: a known name keeps its own unless
+    an earlier name here took it (the papers' tables reuse colours across works: CuteMaxVar and ch. 4's Sign are
+    both orange), and every other name takes its hash-preferred free colour, or the next one not yet taken
+    (`color` alone can give two names of one figure the same colour)."""
+    out: dict = {}
     free = fallback_colors()
     for name in names:
         key = _key(name)
-        if key in COLORS:
+        if key in COLORS and COLORS[key] not in out.values():
             out[name] = COLORS[key]
             continue
         start = int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(free)
         order = free[start:] + free[:start]
-        out[name] = next((c for c in order if c not in taken), order[0])
-        taken.add(out[name])
+        out[name] = next((c for c in order if c not in out.values()), order[0])
     return out
 
 
