@@ -146,7 +146,7 @@ def main(argv=None) -> int:
     ls = sub.add_parser("list", help="every artifact with its Snakemake target and claims")
     ls.set_defaults(func=cmd_list)
     pl = sub.add_parser("plan", help="estimated CPU-hours, GPU-hours, memory and disk of a target's runs at a scale")
-    pl.add_argument("target", nargs="?", default="all", help="all (default), a paper, or an artifact alias")
+    pl.add_argument("target", nargs="?", default="all", help="all (default), a paper, an artifact alias, or leaderboard (its board runs)")
     pl.add_argument("--scale", choices=SCALES, default="paper")
     pl.add_argument("--gpu-speedup", type=float, default=None,
                     help="CPU cores one GPU replaces (default: fedrepro.plan.GPU_SPEEDUP, plan:A-gpu-speedup)")
