@@ -109,3 +109,27 @@ def test_on_missing_error_stops_with_instructions(tmp_path):
     with pytest.raises(DataUnavailable, match=r"data.on_missing: standin|results/downloads/cifar10"):
         prepare(reg["cifar10"], UNAVAILABLE, tmp_path, on_missing="error")
     assert not (tmp_path / "cifar10.npz").exists()
+
+
+@pytest.mark.parametrize("shape", [(7, 5, 4), (7, 5, 4, 3)])
+def test_load_images_gives_the_plain_formulas_bits(tmp_path, shape):
+    """load_images converts on uint8 first and divides in place; every flag combination equals the plain
+    (transpose, x.astype(float32) / 255.0, reshape) to the bit."""
+    from fedrepro.data.formats import save_npz
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    y = rng.integers(0, 3, size=shape[0])
+    save_npz(tmp_path / "imgs.npz", {"x_train": x, "y_train": y, "x_test": x[:3], "y_test": y[:3],
+                                     "data_status": np.array("stand-in")})
+    for scale in (False, True):
+        for channels_first in (False, True):
+            for flatten in (False, True):
+                want = x[:, None] if channels_first and x.ndim == 3 else (
+                    x.transpose(0, 3, 1, 2) if channels_first else x)
+                want = want.astype(np.float32) / 255.0 if scale else want
+                want = want.reshape(len(want), -1) if flatten else want
+                got = load_images(tmp_path / "imgs.npz", scale=scale, channels_first=channels_first,
+                                  flatten=flatten).x_train
+                assert got.dtype == want.dtype and got.shape == want.shape and got.flags["C_CONTIGUOUS"]
+                assert got.tobytes() == np.ascontiguousarray(want).tobytes(), (scale, channels_first, flatten)
