@@ -18,7 +18,14 @@ def _rng(lib, seed):
 
 @pytest.mark.parametrize("lib", ["numpy", "torch"])
 @pytest.mark.parametrize("name,params", CASES, ids=[c[0] for c in CASES])
-def test_apply_difference_equals_update(lib, name, params):
+@pytest.mark.parametrize("compiled", [False, True], ids=["library", "compiled"])
+def test_apply_difference_equals_update(lib, name, params, compiled, monkeypatch):
+    """compiled: every call large enough for the compiled kernels (kernels.MIN_WORK = 0), e.g. the scaled sign's
+    one-pass x̂ += C(diff) (Compressor._add_compressed) where no message is asked for."""
+    from fedrepro import kernels
+
+    if compiled:
+        monkeypatch.setattr(kernels, "MIN_WORK", 0)
     gen = np.random.default_rng(0)
     xs = [gen.normal(size=(6, 40)).astype(np.float32) for _ in range(5)]
     masks = [None, np.array([1, 0, 1, 1, 0, 1], bool), None, np.array([0, 0, 0, 0, 0, 1], bool), None]

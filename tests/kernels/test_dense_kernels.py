@@ -107,6 +107,31 @@ def test_engine_is_identical_without_the_kernels(method, monkeypatch):
     assert a.sync_log == b.sync_log
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("sign_of_zero", [1, 0])
+def test_scaled_sign_in_place_is_the_message_added_to_the_bit(dtype, sign_of_zero):
+    """ScaledSign._add_compressed (sign_scale_add) against x̂ + scale · sign(x) as torch forms it, zeros, a NaN, an
+    infinite row (NaN scale · 0) and negative zeros in x̂ included."""
+    from fedrepro.comm import get_compressor
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 300, generator=gen, dtype=dtype)
+    x[0, :5] = 0
+    x[1] = 0
+    x[2, 3] = float("nan")
+    x[3] = 0
+    x[3, 0] = float("inf")
+    xhat = torch.randn(6, 300, generator=gen, dtype=dtype)
+    xhat[4, :4] = -0.0
+    comp = get_compressor("sign", sign_of_zero=sign_of_zero)
+    want = xhat + comp._encode(x, None, (300,)).value
+    got = xhat.clone()
+    enc = comp._add_compressed(x, got, None)
+    assert enc is not None and enc.value is None and enc.counts == {"signs": 300, "scales": 1}
+    assert np.array_equal(got.numpy().view(np.uint8), want.numpy().view(np.uint8))   # NaN and -0 bits too
+    assert torch.isnan(got[2]).all() and bool(torch.isnan(got[3]).any()) == (sign_of_zero == 0)   # 0 · inf
+
+
 def test_top_magnitudes_is_torch_topk_where_unique_and_declines_ties_and_nan():
     from fedrepro.comm import _backend as bk
     from fedrepro.kernels.dense import top_magnitudes

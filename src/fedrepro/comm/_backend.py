@@ -202,6 +202,19 @@ def rows_of(mask_np: np.ndarray | None, batch: int, like):
     return torch.as_tensor(rows, device=like.device) if is_torch(like) else rows
 
 
+def host_float_view(x) -> np.ndarray | None:
+    """A NumPy view sharing x's memory for a compiled kernel to write into: x a C-contiguous float32/float64 NumPy
+    array, or such a CPU tensor outside autograd; else None (the caller keeps its library path)."""
+    if is_torch(x):
+        if (x.device.type != "cpu" or x.requires_grad or not x.is_contiguous()
+                or x.dtype not in (torch.float32, torch.float64)):
+            return None
+        return x.numpy()
+    if isinstance(x, np.ndarray) and x.dtype in (np.float32, np.float64) and x.flags.c_contiguous:
+        return x
+    return None
+
+
 def is_contiguous(x) -> bool:
     return x.is_contiguous() if is_torch(x) else bool(x.flags.c_contiguous)
 

@@ -114,6 +114,12 @@ class Compressor:
     def _encode(self, x2: Any, u: Any, elem_shape: tuple[int, ...], **context: Any) -> Encoding:
         raise NotImplementedError
 
+    def _add_compressed(self, x2: Any, xhat2: Any, u: Any) -> Encoding | None:
+        """Optional fast path: xhat2 (B, d) += C(x2) in place with the draws ``u``, the message never built; returns
+        the Encoding with value None. None (this default) where a compressor has no such path or declines: the
+        caller (fedrepro.comm.TrackedCopy when no message is asked for) then calls ``_encode`` with the same u."""
+        return None
+
     def delta(self, n: int, x: Any = None) -> float | np.ndarray | None:
         """δ (gcca Def. 1) = ω (thesis Def. 1): E||C(x) - x||^2 <= (1 - δ) ||x||^2.
 

@@ -94,6 +94,8 @@ class TrackedCopy:
         rows = bk.rows_of(mask, sent_in.shape[0], self.value)
         if self.batched and hasattr(comp, "_encode_sparse") and bk.is_contiguous(self.value):
             out, dense = self._add_sparse(sent_in, rng, rows, message)
+        elif mask is None and not message and diff.shape == self.value.shape and bk.is_contiguous(self.value):
+            out, dense = self._add_compressed(diff, rng), None
         else:
             out = comp(sent_in, rng, batched=self.batched)
             if mask is None:
@@ -126,6 +128,22 @@ class TrackedCopy:
                 self.value += bk.reshape(out.value, tuple(x.shape))
                 return build_compressed(None, out, batch, d, self.batched)
         return self.apply_difference(x - self.value, rng, message=False)
+
+    def _add_compressed(self, diff: Any, rng: Any) -> Compressed:
+        """x̂ += C(diff) in place, the message not built, through the compressor's ``_add_compressed`` (a compiled
+        pass, e.g. the scaled sign's); where that declines, its ``_encode`` with the same draws."""
+        comp = self.compressor
+        bk.check_input(diff)
+        batch = int(diff.shape[0]) if self.batched else 1
+        d = int(np.prod(tuple(diff.shape))) // batch
+        x2, xhat2 = bk.reshape(diff, (batch, d)), bk.reshape(self.value, (batch, d))
+        m = comp.n_uniforms(d)
+        u = bk.uniforms(x2, (batch, m), rng) if m else None
+        enc = comp._add_compressed(x2, xhat2, u)
+        if enc is None:
+            enc = comp._encode(x2, u, tuple(diff.shape[1:]) if self.batched else tuple(diff.shape))
+            self.value += bk.reshape(enc.value, tuple(diff.shape))
+        return build_compressed(None, enc, batch, d, self.batched)
 
     def _add_sparse(self, sent_in: Any, rng: Any, rows: Any, message: bool) -> tuple[Compressed, Any]:
         """Compress the rows ``sent_in`` (rows ``rows`` of x̂) and add the k kept entries of each to x̂."""

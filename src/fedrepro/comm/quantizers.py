@@ -18,7 +18,7 @@ from . import _backend as bk
 from .base import FULL_PRECISION_BITS, Compressor, Encoding, as_numpy64, check_choice, check_int
 
 if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
-    from fedrepro.kernels import sparse  # noqa: F401
+    from fedrepro.kernels import dense, sparse  # noqa: F401
 
 
 class Identity(Compressor):
@@ -231,6 +231,24 @@ class ScaledSign(Compressor):
         if self.sign_of_zero == 1:
             sgn = bk.where(x2 == 0, bk.like_array(1.0, x2), sgn)
         return Encoding(scale * sgn, {"signs": d, "scales": 1}, {"signs": 1, "scales": FULL_PRECISION_BITS})
+
+    def _add_compressed(self, x2, xhat2, u):
+        """xhat2 += C(x2) in place without building the message: the scale as _encode computes it, then the sign,
+        the zero rule, the product and the sum in one compiled pass (fedrepro.kernels.dense.sign_scale_add, the
+        same bits). The Encoding's value is None. None where the kernel does not apply (not a contiguous CPU
+        float32/float64 pair of one dtype, no numba) or does not pay (fewer than fedrepro.kernels.MIN_WORK entries)."""
+        from fedrepro import kernels
+
+        xs, hs = bk.host_float_view(x2), bk.host_float_view(xhat2)
+        if xs is None or hs is None or xs.dtype != hs.dtype or xs.shape != hs.shape:
+            return None
+        compiled = kernels.compiled("dense", xs.size)
+        if compiled is None:
+            return None
+        d = xs.shape[1]
+        scale = bk.host_float_view(bk.reshape(bk.norm_l1(x2) / d, (-1,)))
+        compiled.sign_scale_add(xs, hs, scale, self.sign_of_zero == 1)
+        return Encoding(None, {"signs": d, "scales": 1}, {"signs": 1, "scales": FULL_PRECISION_BITS})
 
     def delta(self, n, x=None):
         """ω(x) = ||x||_1²/(d||x||²) per element; without x its minimum over x, 1/n."""

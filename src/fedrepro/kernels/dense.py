@@ -12,6 +12,8 @@ same operations on the same values, one element at a time, so the engine's traje
   from +0, then the division by b), so G is never written to memory, read back, divided and read again.
 - ``subtract_row_max`` / ``normalize_residuals``: the softmax residuals' small NumPy passes around np.exp
   (Z -= max; Z /= Σ, NumPy's pairwise order; Z[label] -= 1) in two loops instead of six NumPy calls.
+- ``sign_scale_add``: x̂ += scale_i Sign(x) (the scaled sign compressor's message, fedrepro.comm.ScaledSign,
+  added to its tracked copy): sign, the zero rule, the product and the addition in one pass instead of five.
 - ``gossip_add``: x_i += γ (((w_i1 y_j1 + w_i2 y_j2) + ...) - y_i) over each row's neighbour list (padded with
   zero weights), the GatherMixer/SliceMixer sums (fedrepro.decentral.mixing), the difference, the γ product
   (skipped for γ = 1, as the engine skips it) and the update of x in one pass instead of eight.
@@ -54,7 +56,7 @@ def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov):
     """momentum_step on x, v (n, p C) with g_i = (a_iᵀ z_i) / b, a (n, B, p), z (n, B, C), b a scalar of x's dtype.
 
     Per node the p x C products are summed in a C x p scratch (rows of a are contiguous, so the B-term chains
-    vectorize over p), then transposed into a row of x's layout, then the momentum pass as in momentum_step."""
+    vectorize over p, four links per pass), then transposed into a row of x's layout, then the momentum pass as in momentum_step."""
     n, B, P = a.shape
     C = z.shape[2]
     gT = np.empty((C, P), dtype=x.dtype)
@@ -65,11 +67,18 @@ def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov):
             row = gT[k]
             for q in range(P):
                 row[q] = 0.0
-            for j in range(B):
-                zk = zi[j, k]
-                aj = ai[j]
+            j = 0
+            while j + 4 <= B:      # four links of the chain per pass over the row (one load and store, not four)
+                a0, a1, a2, a3 = ai[j], ai[j + 1], ai[j + 2], ai[j + 3]
+                z0, z1, z2, z3 = zi[j, k], zi[j + 1, k], zi[j + 2, k], zi[j + 3, k]
+                for q in range(P):
+                    row[q] = fma(a3[q], z3, fma(a2[q], z2, fma(a1[q], z1, fma(a0[q], z0, row[q]))))
+                j += 4
+            while j < B:
+                aj, zk = ai[j], zi[j, k]
                 for q in range(P):
                     row[q] = fma(aj[q], zk, row[q])
+                j += 1
         for q in range(P):
             for k in range(C):
                 g[q * C + k] = gT[k, q]
@@ -162,6 +171,25 @@ def gossip_add(x, y, idx, w, gamma, scale):
         else:
             for e in range(d):
                 xi[e] = xi[e] + (acc[e] - yi[e])
+
+
+@_jit
+def sign_scale_add(x, xhat, scale, zero_is_positive):
+    """xhat (B, d) += scale[b] · s(x[b, e]) in place: s = torch.sign (NaN kept), s(0) = +1 if zero_is_positive else
+    0; scale (B,) of x's dtype. ±1 times the scale is exact, so adding or subtracting the scale is torch's sum."""
+    B, d = x.shape
+    for r in range(B):
+        xr, hr, sc = x[r], xhat[r], scale[r]
+        for e in range(d):
+            v = xr[e]
+            if v > 0 or (v == 0 and zero_is_positive):
+                hr[e] = hr[e] + sc
+            elif v < 0:
+                hr[e] = hr[e] - sc
+            elif v == 0:
+                hr[e] = hr[e] + sc * 0     # +0 (or NaN for an infinite or NaN scale), as 0 · scale in torch
+            else:
+                hr[e] = hr[e] + v          # NaN
 
 
 @_jit
