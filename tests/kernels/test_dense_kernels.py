@@ -148,7 +148,13 @@ def test_top_magnitudes_is_torch_topk_where_unique_and_declines_ties_and_nan():
     nan = x.clone()
     nan[1, 9] = float("nan")
     assert not top_magnitudes(nan.numpy(), 10, idx.numpy())
-    for y in (x, tie, nan, torch.zeros(5, 7840)):      # the backend falls back to torch.topk: the same answer always
+    late_nan = x.clone()                                # in a block the threshold would skip
+    late_nan[2, 7001] = float("nan")
+    assert not top_magnitudes(late_nan.numpy(), 10, idx.numpy())
+    late_tie = x.clone()                                # the 10th largest magnitude again, late in the row
+    late_tie[4, 7839] = torch.topk(x[4].abs(), 10).values[-1]
+    assert not top_magnitudes(late_tie.numpy(), 10, idx.numpy())
+    for y in (x, tie, nan, late_nan, late_tie, torch.zeros(5, 7840)):      # the backend falls back to torch.topk: the same answer always
         assert torch.equal(bk.largest_abs_k(y, 10), torch.topk(y.abs(), 10, dim=1, sorted=False).indices)
 
 

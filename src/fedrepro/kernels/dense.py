@@ -203,19 +203,27 @@ def top_magnitudes(x, k, idx):
     for r in range(B):
         row = x[r]
         m = 0                                   # entries held, sorted decreasing in vals[:m]
-        for e in range(d):
-            v = abs(row[e])
-            if v != v:
-                return False
-            if m == k + 1 and not v > vals[k]:
-                continue
-            pos = m if m < k + 1 else k         # insert v before the first smaller value (after equal ones)
-            while pos > 0 and vals[pos - 1] < v:
-                vals[pos], cols[pos] = vals[pos - 1], cols[pos - 1]
-                pos -= 1
-            vals[pos], cols[pos] = v, e
-            if m < k + 1:
-                m += 1
+        for start in range(0, d, 32):
+            stop = min(start + 32, d)
+            if m == k + 1:                      # skip a block with nothing above the (k+1)-th held (nor a NaN)
+                thr, hit = vals[k], False
+                for e in range(start, stop):
+                    hit |= not abs(row[e]) <= thr
+                if not hit:
+                    continue
+            for e in range(start, stop):
+                v = abs(row[e])
+                if v != v:
+                    return False
+                if m == k + 1 and not v > vals[k]:
+                    continue
+                pos = m if m < k + 1 else k     # insert v before the first smaller value (after equal ones)
+                while pos > 0 and vals[pos - 1] < v:
+                    vals[pos], cols[pos] = vals[pos - 1], cols[pos - 1]
+                    pos -= 1
+                vals[pos], cols[pos] = v, e
+                if m < k + 1:
+                    m += 1
         if m < k + 1:
             return False
         for j in range(k):
