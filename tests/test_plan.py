@@ -130,3 +130,32 @@ def test_measure_overrides_select_methods_by_name_and_merge_the_rest():
         "a": {"algorithm": "x", "gamma": 0.4}, "b": {"algorithm": "y", "gamma": 1}}   # a mapping still merges
     with pytest.raises(ValueError, match="no method \\['c'\\]"):
         plan.with_overrides(params, {"methods": ["c"]})
+
+
+def test_schedule_priority_is_the_measured_chain_of_runs_a_run_starts(registry, monkeypatch):
+    """featnet/mnist is needed by every table3 configuration: its priority is its own seconds plus the longest of
+    theirs; a configuration without a measurement takes its experiment's largest; an unmeasured experiment 0."""
+    seconds = {("adept", "featnet", "mnist", "smoke"): 5.0, ("adept", "table3", "as-stated", "smoke"): 7.0,
+               ("adept", "featnet", None, "smoke"): 5.0, ("adept", "table3", None, "smoke"): 7.0,
+               ("gcca", "fig3", None, "smoke"): 2.0}
+    monkeypatch.setattr(plan, "_measured_seconds", lambda root: seconds)
+    assert plan.schedule_priority(registry, "adept", "table3", "as-stated", "smoke") == 7.0
+    assert plan.schedule_priority(registry, "adept", "featnet", "mnist", "smoke") == 12.0
+    assert plan.schedule_priority(registry, "gcca", "fig3", "calibrated", "smoke") == 2.0
+    assert plan.schedule_priority(registry, "gcca", "fig4", "calibrated", "smoke") == 0.0
+
+
+def test_a_dry_run_orders_data_first_then_the_longest_run_chains(workdir):
+    """What Snakemake's scheduler reads (a fresh clone: the committed calibration): the data jobs above every run,
+    and the feature net above the Table 3 run that waits for it."""
+    out = snakemake("-n", "--cores", "2", "results/smoke/adept/runs/table3/as-stated.csv", "--config", "scale=smoke",
+                    cwd=workdir).stdout
+    priorities = {}
+    for block in out.split("\nrule ")[1:]:
+        lines = block.splitlines()
+        output = next(line.split(":", 1)[1].split(",")[0].strip() for line in lines if "output:" in line)
+        priorities[output] = float(next((line.split(":")[1] for line in lines if "priority:" in line), 0))
+    data = [p for o, p in priorities.items() if o.startswith("results/d")]
+    featnet = priorities["results/smoke/adept/runs/featnet/mnist.csv"]
+    table3 = priorities["results/smoke/adept/runs/table3/as-stated.csv"]
+    assert data and min(data) > featnet > table3 > 0, priorities

@@ -194,6 +194,21 @@ def run_resource(key, default=None):
     )
 
 
+# Scheduling order of a local build (Snakemake starts the ready job of highest priority; its default, by input bytes,
+# left the ADEPT feature net -> Table 3 chain to the end of a smoke build with one core idle): the data jobs first,
+# since every run waits for one; then each run by the measured CPU seconds of the chain of runs it starts
+# (fedrepro.plan.schedule_priority).  Order only: no output depends on it.
+DATA_PRIORITY = 1_000_000
+
+
+def run_priority(wc):
+    from fedrepro.plan import schedule_priority
+
+    return schedule_priority(
+        REGISTRY, wc.paper, wc.experiment, wc.configuration, wc.scale
+    )
+
+
 def slurm_partition(wc):
     """GPU runs go to config `cluster.gpu_partition` on SLURM; "" leaves every other job on the default partition."""
     gpu = run_spec(wc)["resources"].get("gpu", 0)

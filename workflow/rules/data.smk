@@ -25,6 +25,7 @@ rule data_fetch:
         "results/benchmarks/data/fetch_{dataset}.tsv"
     wildcard_constraints:
         dataset="|".join(FETCHED),
+    priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
     threads: 1
@@ -58,6 +59,7 @@ rule data_prepare:
         "results/benchmarks/data/prepare_{dataset}.tsv"
     wildcard_constraints:
         dataset="|".join(DATASETS.names()),
+    priority: DATA_PRIORITY
     conda:
         "../../environment.yml"
     threads: 1

@@ -14,6 +14,7 @@ rule run:
         "results/{scale}/{paper}/logs/runs/{experiment}/{configuration}.log",
     wildcard_constraints:
         paper="|".join(PAPERS),
+    priority: run_priority
     conda:
         "../../environment.yml"
     threads: lambda wc: run_spec(wc)["threads"]
