@@ -234,3 +234,28 @@ def test_cli_advice_for_an_unbuilt_artifact_builds_it(workdir):
     dry = subprocess.run([sys.executable, "-m", *command, "-n"], cwd=workdir, env=env, capture_output=True,
                          text=True, timeout=600)
     assert dry.returncode == 0 and "thesis_fig3_1" in dry.stdout + dry.stderr, dry.stderr[-2000:]
+
+
+def test_a_remembered_digest_is_never_reused_for_changed_bytes(tmp_path):
+    """sha256_file remembers digests within a process (a job hashes each input twice), keyed by the file's change
+    time: bytes changed in place, at the same size and with the modification time set back, are hashed anew."""
+    import hashlib
+    import time
+
+    from fedrepro.provenance import hashing
+
+    f = tmp_path / "data.npz"
+    f.write_bytes(b"a" * 1000)
+    time.sleep(hashing.STABLE_NS / 1e9 + 0.1)           # changed long enough ago to be remembered
+    first = sha256_file(f)
+    assert any(v == first for v in hashing._DIGESTS.values())
+    st = f.stat()
+    with open(f, "r+b") as fh:                           # same size, same mtime: only st_ctime moves
+        fh.write(b"b")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert f.stat().st_mtime_ns == st.st_mtime_ns and f.stat().st_size == st.st_size
+    assert sha256_file(f) == hashlib.sha256(b"b" + b"a" * 999).hexdigest() != first
+    young = tmp_path / "young.npz"                       # changed just now: not remembered
+    young.write_bytes(b"c")
+    sha256_file(young)
+    assert hashlib.sha256(b"c").hexdigest() not in hashing._DIGESTS.values()
