@@ -12,13 +12,16 @@ from fedrepro.runtime import limit_threads
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 spec = sm.params.spec
 with rule_run(sm, inputs=sm.input) as run:
-    if spec["alone"]:  # wall-clock runs: one BLAS thread, and (resource `alone`) no other job beside them
-        limit_threads(1)
+    # the registry's thread count, not Snakemake's (`--cores 1` caps sm.threads): the number of threads decides how a
+    # reduction is split, so the bits of a run (ADEPT's feature net, say) must not depend on the cores of the build
+    threads = 1 if spec["alone"] else spec["threads"]  # wall-clock runs: one BLAS thread, no other job beside them
+    limit_threads(threads)
+    run.log.info("computing with %d thread(s), the registry's count", threads)
     inputs = {k: v for k, v in sm.input.items() if k != "code"}
     import_plugins(sm.config.get("comm", {}).get("plugins"))  # user compressors (config comm.plugins) register themselves
     ctx = RunContext(paper=sm.wildcards.paper, experiment=sm.wildcards.experiment,
                      configuration=sm.wildcards.configuration, scale=sm.wildcards.scale, params=dict(sm.params.cfg),
-                     inputs=inputs, output=sm.output.csv, threads=1 if spec["alone"] else sm.threads,
+                     inputs=inputs, output=sm.output.csv, threads=threads,
                      device_preference=sm.config.get("device", "auto"), log=run.log,
                      progress=lambda it, **kw: run.progress(it, **kw))
     cost = RunCost.start()  # wall, CPU seconds and peak memory, for `python -m fedrepro plan` (docs/cluster.md)
