@@ -155,14 +155,14 @@ def largest_abs_k(x, k: int):
     fedrepro.kernels.dense.top_magnitudes when the answer is unique (no tie at or above the k-th magnitude, no
     NaN) and x has at least fedrepro.kernels.MIN_WORK entries; otherwise, and for numpy input, abs then
     ``largest_k``."""
-    if (is_torch(x) and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and x.dim() == 2
-            and k * 64 <= x.shape[1] and x.is_contiguous() and not x.requires_grad):
+    xs = host_float_view(x) if is_torch(x) and x.dim() == 2 and k * 64 <= x.shape[1] else None
+    if xs is not None:
         from fedrepro import kernels
 
-        compiled = kernels.compiled("dense", x.numel())
+        compiled = kernels.compiled("dense", xs.size)
         if compiled is not None:
             idx = torch.empty((x.shape[0], k), dtype=torch.int64)
-            if compiled.top_magnitudes(x.numpy(), k, idx.numpy()):
+            if compiled.top_magnitudes(xs, k, idx.numpy()):
                 return idx
     return largest_k(abs_(x), k)
 

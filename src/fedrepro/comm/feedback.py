@@ -114,36 +114,43 @@ class TrackedCopy:
         if self.value is None:
             self.value = bk.zeros_like(x)
         if hasattr(comp, "_add_difference") and not bk.is_torch(x) and x.shape == self.value.shape:
-            batch = int(x.shape[0]) if self.batched else 1
-            d = int(np.prod(tuple(x.shape))) // batch
-            x2, xhat2 = bk.reshape(x, (batch, d)), bk.reshape(self.value, (batch, d))
+            batch, d, x2, xhat2 = self._flat(x)
             if np.shares_memory(xhat2, self.value):
                 bk.check_input(x2)
-                m = comp.n_uniforms(d)
-                u = bk.uniforms(x2, (batch, m), rng) if m else None
+                u = self._draws(x2, rng)
                 enc = comp._add_difference(x2, xhat2, u)
-                if enc is not None:
-                    return build_compressed(None, enc, batch, d, self.batched)
-                out = comp._encode(x2 - xhat2, u, tuple(x.shape[1:]) if self.batched else tuple(x.shape))
-                self.value += bk.reshape(out.value, tuple(x.shape))
-                return build_compressed(None, out, batch, d, self.batched)
+                if enc is None:
+                    enc = comp._encode(x2 - xhat2, u, self._element_shape(x))
+                    self.value += bk.reshape(enc.value, tuple(x.shape))
+                return build_compressed(None, enc, batch, d, self.batched)
         return self.apply_difference(x - self.value, rng, message=False)
 
     def _add_compressed(self, diff: Any, rng: Any) -> Compressed:
         """x̂ += C(diff) in place, the message not built, through the compressor's ``_add_compressed`` (a compiled
         pass, e.g. the scaled sign's); where that declines, its ``_encode`` with the same draws."""
-        comp = self.compressor
         bk.check_input(diff)
-        batch = int(diff.shape[0]) if self.batched else 1
-        d = int(np.prod(tuple(diff.shape))) // batch
-        x2, xhat2 = bk.reshape(diff, (batch, d)), bk.reshape(self.value, (batch, d))
-        m = comp.n_uniforms(d)
-        u = bk.uniforms(x2, (batch, m), rng) if m else None
-        enc = comp._add_compressed(x2, xhat2, u)
+        batch, d, x2, xhat2 = self._flat(diff)
+        u = self._draws(x2, rng)
+        enc = self.compressor._add_compressed(x2, xhat2, u)
         if enc is None:
-            enc = comp._encode(x2, u, tuple(diff.shape[1:]) if self.batched else tuple(diff.shape))
+            enc = self.compressor._encode(x2, u, self._element_shape(diff))
             self.value += bk.reshape(enc.value, tuple(diff.shape))
         return build_compressed(None, enc, batch, d, self.batched)
+
+    # ---- what the in-place paths share -----------------------------------------------------------------------
+    def _flat(self, x: Any) -> tuple[int, int, Any, Any]:
+        """(batch, d, x as (batch, d), x̂ as (batch, d)) for an x shaped like x̂."""
+        batch = int(x.shape[0]) if self.batched else 1
+        d = int(np.prod(tuple(x.shape))) // batch
+        return batch, d, bk.reshape(x, (batch, d)), bk.reshape(self.value, (batch, d))
+
+    def _element_shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(x.shape[1:]) if self.batched else tuple(x.shape)
+
+    def _draws(self, x2: Any, rng: Any) -> Any:
+        """The compressor's block of uniforms for the rows x2 (batch, d), or None if it draws none."""
+        m = self.compressor.n_uniforms(int(x2.shape[1]))
+        return bk.uniforms(x2, (int(x2.shape[0]), m), rng) if m else None
 
     def _add_sparse(self, sent_in: Any, rng: Any, rows: Any, message: bool) -> tuple[Compressed, Any]:
         """Compress the rows ``sent_in`` (rows ``rows`` of x̂) and add the k kept entries of each to x̂."""
@@ -151,9 +158,7 @@ class TrackedCopy:
         batch = int(sent_in.shape[0])
         d = int(np.prod(tuple(sent_in.shape[1:])))
         x2 = bk.reshape(sent_in, (batch, d))
-        m = self.compressor.n_uniforms(d)
-        u = bk.uniforms(x2, (batch, m), rng) if m else None
-        idx, enc = self.compressor._encode_sparse(x2, u)
+        idx, enc = self.compressor._encode_sparse(x2, self._draws(x2, rng))
         pos = bk.reshape(rows[:, None] * d + idx, (-1,))
         kept = bk.reshape(enc.value, (-1,))
         flat = bk.reshape(self.value, (-1,))

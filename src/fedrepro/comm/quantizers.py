@@ -224,9 +224,14 @@ class ScaledSign(Compressor):
         self.sign_of_zero = check_choice("sign_of_zero", sign_of_zero, (1, 0), owner="sign")
         self.params = {"sign_of_zero": self.sign_of_zero}
 
+    @staticmethod
+    def _scale(x2):
+        """||x||_1 / d per row (B, 1): the message's one float."""
+        return bk.norm_l1(x2) / x2.shape[1]
+
     def _encode(self, x2, u, elem_shape, **context):
         d = x2.shape[1]
-        scale = bk.norm_l1(x2) / d
+        scale = self._scale(x2)
         sgn = bk.sign(x2)
         if self.sign_of_zero == 1:
             sgn = bk.where(x2 == 0, bk.like_array(1.0, x2), sgn)
@@ -246,8 +251,7 @@ class ScaledSign(Compressor):
         if compiled is None:
             return None
         d = xs.shape[1]
-        scale = bk.host_float_view(bk.reshape(bk.norm_l1(x2) / d, (-1,)))
-        compiled.sign_scale_add(xs, hs, scale, self.sign_of_zero == 1)
+        compiled.sign_scale_add(xs, hs, bk.host_float_view(bk.reshape(self._scale(x2), (-1,))), self.sign_of_zero == 1)
         return Encoding(None, {"signs": d, "scales": 1}, {"signs": 1, "scales": FULL_PRECISION_BITS})
 
     def delta(self, n, x=None):

@@ -56,7 +56,8 @@ def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov):
     """momentum_step on x, v (n, p C) with g_i = (a_iᵀ z_i) / b, a (n, B, p), z (n, B, C), b a scalar of x's dtype.
 
     Per node the p x C products are summed in a C x p scratch (rows of a are contiguous, so the B-term chains
-    vectorize over p, four links per pass), then transposed into a row of x's layout, then the momentum pass as in momentum_step."""
+    vectorize over p, four links per pass), then transposed into a row of x's layout, then the momentum pass as in
+    momentum_step."""
     n, B, P = a.shape
     C = z.shape[2]
     gT = np.empty((C, P), dtype=x.dtype)
