@@ -525,7 +525,9 @@ def measurements_for(root: str | Path, registry) -> list[Measurement]:
 @lru_cache(maxsize=4)
 def _measured_seconds(root: str) -> dict:
     """(paper, experiment, configuration, scale) -> measured CPU seconds: this clone's sidecars, else the committed
-    calibration rows; (paper, experiment, None, scale) -> the experiment's largest."""
+    calibration rows; (paper, experiment, None, scale) -> the experiment's largest. Unlike `measurements_for` (which
+    fits on one machine's measurements and so drops an experiment's committed rows once it has local ones), a key
+    keeps its committed row until this clone measures that very key: a clone with only quick runs still orders smoke."""
     from fedrepro.registry import Registry
 
     out: dict = {}
