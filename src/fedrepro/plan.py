@@ -538,6 +538,13 @@ def _measured_seconds(root: str) -> dict:
     return out
 
 
+def expected_run_seconds(root, paper: str, experiment: str, configuration: str, scale: str) -> float | None:
+    """The measured CPU seconds of one run (the experiment's largest where this configuration has none), None if
+    unmeasured: the duration fedrepro.scheduling's backfilling expects of it (order only, as schedule_priority)."""
+    seconds = _measured_seconds(str(Path(root).resolve()))
+    return seconds.get((paper, experiment, configuration, scale), seconds.get((paper, experiment, None, scale)))
+
+
 def schedule_priority(registry, paper: str, experiment: str, configuration: str, scale: str) -> float:
     """The run job's priority for Snakemake's scheduler: the measured CPU seconds of the longest chain of runs it
     starts (its own, plus the longest chain of the runs whose `needs:` name it; the experiment's largest measurement
