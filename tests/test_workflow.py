@@ -1,12 +1,14 @@
 """The workflow: dry runs at every scale, the smoke scale end to end, reruns on code changes, audit."""
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 from conftest import snakemake
 
+from fedrepro import plan
 from fedrepro.config import SCALES
 from fedrepro.registry import Registry
 
@@ -228,6 +230,39 @@ def test_audit_passes_then_detects_a_tampered_input_and_output(smoke_run):
 def test_audit_unknown_target_is_a_clear_error(smoke_run):
     proc = _audit(smoke_run, "thesis:table9.9")
     assert proc.returncode == 2 and "python -m fedrepro list" in proc.stderr
+
+
+def _job_intervals(wd):
+    """{log path: (start, end)} of every job that logged 'rule ... started' and 'rule ... finished' (data, runs,
+    renders), from the log lines' own timestamps."""
+    from datetime import datetime
+
+    def stamp(line):
+        return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+
+    out = {}
+    for log in (wd / "results").glob("**/*.log"):
+        lines = log.read_text().splitlines()
+        start = [stamp(x) for x in lines if re.match(r"^\S+ \S+ INFO rule \w+ started", x)]
+        end = [stamp(x) for x in lines if re.match(r"^\S+ \S+ INFO rule \w+ finished", x)]
+        if start and end:
+            out[log.relative_to(wd).as_posix()] = (start[-1], end[-1])
+    return out
+
+
+def test_wall_clock_runs_ran_alone(smoke_run):
+    """A run the registry marks `alone: true` (gcca Figs. 6-7, timed by the wall clock) overlapped no other job of
+    the smoke build: it takes every `machine` slot, a global limit common.smk sets by default."""
+    reg = Registry.load(smoke_run)
+    alone = [f"results/smoke/{p}/logs/runs/{e}/{c}.log" for p, e, c in plan.target_runs(reg, "all", "smoke")
+             if reg.run_spec(p, e, "smoke")["alone"]]
+    assert alone, "the smoke build has wall-clock runs (gcca Figs. 6-7)"
+    jobs = _job_intervals(smoke_run)
+    assert len(jobs) > 50
+    for log in alone:
+        start, end = jobs[log]
+        beside = [other for other, (s, e) in jobs.items() if other != log and s < end and e > start]
+        assert not beside, f"{log} ran beside {beside}"
 
 
 def test_local_build_jobs_start_warm_and_give_what_cold_jobs_give(smoke_run):

@@ -47,12 +47,14 @@ PAPERS = ("gcca", "cvfl", "thesis", "adept")
 
 # A wall-clock run (registry `alone: true`) takes every `machine` slot, so no other job runs beside it; every
 # other job takes one.  A default global limit, unless the command line sets one (--resources machine=N).
+# (`in`, not `.get(...) is None`: Snakemake's Resources.get returns an empty Resource for a missing name, so that test
+# never held and, until 27 Nov 2026, neither default was set: wall-clock runs could run beside other jobs.)
 MACHINE_SLOTS = 1000
-if workflow.global_resources.get("machine") is None:
+if "machine" not in workflow.global_resources:
     workflow.global_resources["machine"] = MACHINE_SLOTS
 # On one machine, one GPU job at a time (jobs tagged `gpu: 1` run on the CPU where there is no GPU); on a cluster
 # each job gets its own GPU, so no limit there.  `--resources gpu=N` overrides.
-if workflow.local_exec and workflow.global_resources.get("gpu") is None:
+if workflow.local_exec and "gpu" not in workflow.global_resources:
     workflow.global_resources["gpu"] = 1
 
 
