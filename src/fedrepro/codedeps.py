@@ -10,6 +10,7 @@ Computed from the source text with `ast` at DAG-build time; nothing is imported.
 from __future__ import annotations
 
 import ast
+import hashlib
 from functools import cache
 from pathlib import Path
 
@@ -97,3 +98,16 @@ def closure_relpaths(root: str | Path, *, modules=(), files=()) -> list[str]:
     root = Path(root).resolve()
     paths = import_closure(root / "src", modules=tuple(modules), files=tuple(root / f for f in files))
     return [str(p.relative_to(root)) for p in paths]
+
+
+def code_version(root: str | Path, relpaths) -> str:
+    """One digest of the paths and bytes of `relpaths` (relative to `root`, or absolute): the version of the code a
+    job runs. The workflow passes it to each job as `params.code`, so editing what a job imports changes a parameter
+    and Snakemake reruns the job, while a bare `touch` changes nothing."""
+    from fedrepro.provenance.hashing import sha256_file
+
+    root = Path(root)
+    h = hashlib.sha256()
+    for rel in sorted(set(map(str, relpaths))):
+        h.update(f"{rel}\0{sha256_file(root / rel)}\n".encode())
+    return h.hexdigest()

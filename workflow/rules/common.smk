@@ -3,7 +3,7 @@ from functools import lru_cache
 
 from snakemake.exceptions import WorkflowError
 
-from fedrepro.codedeps import closure_relpaths
+from fedrepro.codedeps import closure_relpaths, code_version
 from fedrepro.config import ConfigError, resolve_config
 from fedrepro.data.registry import load_registry
 from fedrepro.leaderboard.spec import Board, registered_compressors
@@ -59,12 +59,18 @@ if workflow.local_exec and "gpu" not in workflow.global_resources:
 
 
 @lru_cache(maxsize=None)
-def code(*files, modules=()):
-    """The src/fedrepro files that running `files` (scripts, notebooks) or importing `modules` loads.
+def code(*files, modules=(), extra=()):
+    """The version of the code a job runs: a digest of the src/fedrepro files that running `files` (scripts,
+    notebooks) or importing `modules` loads, plus `extra` files (user compressor plugins).
 
-    A job depends on exactly these, so editing any module it really imports (and only those) reruns it.
+    Each job takes it as `params.code`: editing any module it really imports (and only those) changes the parameter,
+    so Snakemake reruns it (rerun trigger `params`). A parameter rather than ~50 input files per job: Snakemake
+    re-reads the size of every input of every ready job at each job selection (about 15 s of its main thread in a
+    smoke build, while a core waits).
     """
-    return closure_relpaths(ROOT, files=files, modules=modules)
+    return code_version(
+        ROOT, [*closure_relpaths(ROOT, files=files, modules=modules), *extra]
+    )
 
 
 def with_sidecars(files):
@@ -171,12 +177,7 @@ def run_spec(wc):
 
 def run_inputs(wc):
     spec = run_spec(wc)
-    inputs = {
-        "code": code(
-            "workflow/scripts/run.py", modules=(spec["runner"].partition(":")[0],)
-        )
-        + PLUGIN_FILES
-    }
+    inputs = {}
     if spec["dataset"]:
         inputs["data"] = prepared(spec["dataset"])
     for name, need in spec["needs"].items():
@@ -236,8 +237,20 @@ def render_inputs(wc):
         "notebook": notebook,
         "runs": REGISTRY.artifact_runs(wc.paper, wc.artifact, wc.scale),
         "registry": f"config/papers/{wc.paper}.yaml",
-        "code": code("workflow/scripts/render_notebook.py", notebook),
     }
+
+
+def run_code(wc):
+    runner_module = run_spec(wc)["runner"].partition(":")[0]
+    return code(
+        "workflow/scripts/run.py", modules=(runner_module,), extra=tuple(PLUGIN_FILES)
+    )
+
+
+def render_code(wc):
+    return code(
+        "workflow/scripts/render_notebook.py", REGISTRY.notebook(wc.paper, wc.artifact)
+    )
 
 
 def render_params(wc):

@@ -14,8 +14,6 @@ rule data:
 
 rule data_fetch:
     """Verified raw files of one dataset (sources in order, checksums, pins), or a record of why not."""
-    input:
-        code=code("workflow/scripts/data_fetch.py"),
     output:
         manifest="results/downloads/{dataset}/manifest.json",
         prov="results/downloads/{dataset}/manifest.json.prov.json",
@@ -41,6 +39,7 @@ rule data_fetch:
             "credential": _credential(wc.dataset),
             **_image_sets(wc.dataset),
         },
+        code=code("workflow/scripts/data_fetch.py"),
     script:
         "../scripts/data_fetch.py"
 
@@ -49,7 +48,6 @@ rule data_prepare:
     """results/data/<dataset>/<dataset>.npz from the verified files, or the declared stand-in."""
     input:
         manifest=lambda wc: f"results/downloads/{DATASETS.fetch_name(wc.dataset)}/manifest.json",
-        code=code("workflow/scripts/data_prepare.py"),
     output:
         npz="results/data/{dataset}/{dataset}.npz",
         prov="results/data/{dataset}/{dataset}.npz.prov.json",
@@ -73,5 +71,6 @@ rule data_prepare:
             "standin": DATASETS[wc.dataset].standin,
             "on_missing": config["data"]["on_missing"],
         },
+        code=code("workflow/scripts/data_prepare.py"),
     script:
         "../scripts/data_prepare.py"

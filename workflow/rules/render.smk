@@ -47,6 +47,7 @@ rule render_table:
         machine=1,
     params:
         nb=render_params,
+        code=render_code,
         label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
         caption=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["caption"],
     script:
@@ -98,6 +99,7 @@ rule render_figure:
         machine=1,
     params:
         nb=render_params,
+        code=render_code,
         label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
         caption=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["caption"],
     script:
@@ -115,11 +117,6 @@ rule render_leaderboard:
         ],
         registry="config/leaderboard.yaml",
         registries=BOARD.registries(),
-        code=code(
-            "workflow/scripts/render_notebook.py",
-            "notebooks/leaderboard/leaderboard.py",
-        )
-        + PLUGIN_FILES,
     output:
         csv=report(
             "results/{scale}/leaderboard.csv",
@@ -157,6 +154,11 @@ rule render_leaderboard:
         machine=1,
     params:
         nb=lambda wc: {"plugins": list(config.get("comm", {}).get("plugins") or [])},
+        code=code(
+            "workflow/scripts/render_notebook.py",
+            "notebooks/leaderboard/leaderboard.py",
+            extra=tuple(PLUGIN_FILES),
+        ),
     script:
         "../scripts/render_notebook.py"
 
@@ -177,7 +179,6 @@ rule scorecard:
         leaderboard=lambda wc: [
             leaderboard_files(wc.scale)[x] for x in ("csv", "md", "png")
         ],
-        code=code(modules=("fedrepro.scorecard.jobs",)),
     output:
         csv="results/{scale}/claims.csv",
         md="results/{scale}/claims.md",
@@ -202,6 +203,8 @@ rule scorecard:
     localrule: True
     resources:
         machine=1,
+    params:
+        code=code(modules=("fedrepro.scorecard.jobs",)),
     run:
         from fedrepro.scorecard.jobs import write_scorecard
 

@@ -28,5 +28,6 @@ rule run:
     params:
         cfg=lambda wc: run_params(wc.paper, wc.experiment, wc.configuration, wc.scale),
         spec=run_spec,
+        code=run_code,
     script:
         "../scripts/run.py"

@@ -17,7 +17,7 @@ with rule_run(sm, inputs=sm.input) as run:
     threads = 1 if spec["alone"] else spec["threads"]  # wall-clock runs: one BLAS thread, no other job beside them
     limit_threads(threads)
     run.log.info("computing with %d thread(s), the registry's count", threads)
-    inputs = {k: v for k, v in sm.input.items() if k != "code"}
+    inputs = dict(sm.input.items())
     import_plugins(sm.config.get("comm", {}).get("plugins"))  # user compressors (config comm.plugins) register themselves
     ctx = RunContext(paper=sm.wildcards.paper, experiment=sm.wildcards.experiment,
                      configuration=sm.wildcards.configuration, scale=sm.wildcards.scale, params=dict(sm.params.cfg),
