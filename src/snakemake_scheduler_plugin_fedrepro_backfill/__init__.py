@@ -15,8 +15,6 @@ from pathlib import Path
 from snakemake_interface_scheduler_plugins.base import SchedulerBase
 from snakemake_interface_scheduler_plugins.settings import SchedulerSettingsBase
 
-from fedrepro import scheduling
-
 DEFAULT_SECONDS = 5.0     # renders, data jobs, claims, unmeasured runs: a few seconds each at the quick scale
 
 
@@ -42,6 +40,10 @@ class Scheduler(SchedulerBase):
             return None
 
     def _select(self, jobs, available, input_sizes):
+        # imported here, not at the top: Snakemake imports every installed scheduler plugin at start-up, also in
+        # workflows that do not use this one, and that must not load fedrepro
+        from fedrepro import scheduling
+
         now = time.monotonic()
         self._forget_finished(available)
         by_key = {}
