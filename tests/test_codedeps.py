@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from fedrepro.codedeps import closure_relpaths, import_closure
+from fedrepro.codedeps import closure_relpaths, code_version, import_closure
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -48,3 +48,25 @@ def test_closure_of_a_script_and_of_the_real_workflow_jobs():
     assert "src/fedrepro/data/imagefolder.py" not in prepare and "src/fedrepro/data/loaders.py" not in prepare
     render = closure_relpaths(root, files=("workflow/scripts/render_notebook.py", "notebooks/thesis/table5_1.py"))
     assert "src/fedrepro/notebook.py" in render and "src/fedrepro/transfer/artifacts.py" in render
+
+
+def test_code_version_follows_the_bytes_not_the_timestamps(tmp_path):
+    """A job's `params.code`: the same for the same paths and bytes (in any order, after a bare touch), different
+    after an edit, after the edit is undone the same again, and different when a file joins the closure."""
+    import os
+
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 2\n")
+    first = code_version(tmp_path, ["a.py", "b.py"])
+    assert code_version(tmp_path, ["b.py", "a.py"]) == first
+    os.utime(a, (1e9, 1e9))                          # a bare touch (here: back in time) changes nothing
+    assert code_version(tmp_path, ["a.py", "b.py"]) == first
+    a.write_text("x = 10\n")
+    edited = code_version(tmp_path, ["a.py", "b.py"])
+    assert edited != first
+    a.write_text("x = 1\n")
+    assert code_version(tmp_path, ["a.py", "b.py"]) == first
+    assert code_version(tmp_path, ["a.py"]) != first
+    b.rename(tmp_path / "c.py")                      # same bytes under another path: another closure
+    assert code_version(tmp_path, ["a.py", "c.py"]) != first
