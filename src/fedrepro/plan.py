@@ -538,11 +538,16 @@ def _measured_seconds(root: str) -> dict:
     return out
 
 
-def expected_run_seconds(root, paper: str, experiment: str, configuration: str, scale: str) -> float | None:
-    """The measured CPU seconds of one run (the experiment's largest where this configuration has none), None if
-    unmeasured: the duration fedrepro.scheduling's backfilling expects of it (order only, as schedule_priority)."""
-    seconds = _measured_seconds(str(Path(root).resolve()))
+def _own_seconds(seconds: dict, paper: str, experiment: str, configuration: str, scale: str) -> float | None:
+    """One run's measured CPU seconds in `_measured_seconds`, the experiment's largest where this configuration has
+    none; None if unmeasured."""
     return seconds.get((paper, experiment, configuration, scale), seconds.get((paper, experiment, None, scale)))
+
+
+def expected_run_seconds(root, paper: str, experiment: str, configuration: str, scale: str) -> float | None:
+    """The measured CPU seconds of one run (None if unmeasured): the duration fedrepro.scheduling's backfilling
+    expects of it (order only, as schedule_priority)."""
+    return _own_seconds(_measured_seconds(str(Path(root).resolve())), paper, experiment, configuration, scale)
 
 
 def schedule_priority(registry, paper: str, experiment: str, configuration: str, scale: str) -> float:
@@ -555,7 +560,7 @@ def schedule_priority(registry, paper: str, experiment: str, configuration: str,
     seconds = _measured_seconds(str(Path(registry.root).resolve()))
 
     def chain(exp: str, conf: str, depth: int = 0) -> float:
-        own = seconds.get((paper, exp, conf, scale), seconds.get((paper, exp, None, scale), 0.0))
+        own = _own_seconds(seconds, paper, exp, conf, scale) or 0.0
         needers = [(e, c) for e in registry.papers[paper]["experiments"]
                    if f"{exp}/{conf}" in registry.run_spec(paper, e, scale)["needs"].values()
                    for c in registry.configurations(paper, e, scale)] if depth < 8 else []

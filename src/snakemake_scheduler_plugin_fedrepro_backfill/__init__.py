@@ -46,11 +46,9 @@ class Scheduler(SchedulerBase):
 
         now = time.monotonic()
         self._forget_finished(available)
-        by_key = {}
-        ready = []
-        for i, job in enumerate(jobs):
-            by_key[i] = job
-            ready.append(scheduling.Candidate(i, float(job.priority), self._need(job), self._seconds(job)))
+        by_key = list(jobs)                 # a candidate's key is its job's index here
+        ready = [scheduling.Candidate(i, float(job.priority), self._need(job), self._seconds(job))
+                 for i, job in enumerate(by_key)]
         # among equal priorities, most input bytes first (Snakemake's own tie-break)
         ready.sort(key=lambda c: -sum(input_sizes.get(f) or 0 for f in getattr(by_key[c.key], "input", ())))
         chosen, held = scheduling.select(ready, list(self._running.values()), available, now)
