@@ -105,6 +105,7 @@ class DecentralEngine:
         if self.device.type == "cpu" and self.dtype in (torch.float32, torch.float64):
             self._fused = kernels.compiled("dense", self.n * self.d)
         self._compiled = self._fused is not None
+        self._subnormal_safe = False   # the momentum pass that keeps V's subnormals off the slow path (when it pays)
         self._scalar = np.float32 if self.dtype == torch.float32 else np.float64
         self._nbrs = None
         if self._compiled and not isinstance(self.mix, DenseMixer):
@@ -172,12 +173,15 @@ class DecentralEngine:
         scalars = (f(cfg.beta * corr), f(cfg.beta), f(-eta), f(cfg.weight_decay), bool(cfg.nesterov))
         if isinstance(G, OuterGradient):
             if self._compiled and self._outer_ok(G):
-                self._fused.outer_momentum_step(self.X.numpy(), self.V.numpy(), G.a, G.z, f(G.batch), *scalars)
+                self._fused.outer_momentum_step(self.X.numpy(), self.V.numpy(), G.a, G.z, f(G.batch), *scalars,
+                                                self._subnormal_safe)
+                self._subnormal_safe = self._fused.subnormal_safe_next(self.V.numpy())
                 return
             G = G.dense()
         if self._compiled and self._fuse_ok(G):
             self._fused.momentum_step(self.X.view(-1).numpy(), self.V.view(-1).numpy(), G.reshape(-1).numpy(),
-                                      *scalars)
+                                      *scalars, self._subnormal_safe)
+            self._subnormal_safe = self._fused.subnormal_safe_next(self.V.numpy())
         else:
             self._momentum_torch(G, corr, eta)
 

@@ -4,12 +4,9 @@ torch's ``a.add_(b, alpha=s)`` is a fused multiply-add, fma(b, s, a), and its Py
 the tensor's dtype before use; every other product and sum is rounded on its own. The kernels below do the
 same operations on the same values, one element at a time, so the engine's trajectories keep their bits:
 
-- ``momentum_step``: v = (v c) + g;  x = fma(fma(v, β, g), -η, x)  (Nesterov)  or  x = fma(v, -η, x),
-  with g = (x wd) + g first when weight decay is on — one pass where torch makes four or five.
-- ``outer_momentum_step``: momentum_step with g = (aᵀ z) / b formed on the fly for a gradient that is a sum of
-  b outer products per node (the logistic-regression minibatch gradient, fedrepro.models.logreg.OuterGradient):
-  each entry as BLAS's sgemm forms it at these shapes (a chain of fused multiply-adds over the batch, starting
-  from +0, then the division by b), so G is never written to memory, read back, divided and read again.
+- ``momentum_step`` / ``outer_momentum_step``: the momentum and Nesterov update in one pass, the second with the
+  logistic-regression gradient formed on the fly (fedrepro.kernels.momentum, re-exported here; it also keeps
+  subnormal momentum entries off the hardware's slow path).
 - ``subtract_row_max`` / ``normalize_residuals``: the softmax residuals' small NumPy passes around np.exp
   (Z -= max; Z /= Σ, NumPy's pairwise order; Z[label] -= 1) in two loops instead of six NumPy calls.
 - ``sign_scale_add``: x̂ += scale_i Sign(x) (the scaled sign compressor's message, fedrepro.comm.ScaledSign,
@@ -26,65 +23,9 @@ import math
 import numba
 import numpy as np
 
-from fedrepro.kernels.intrinsics import fma
+from fedrepro.kernels.momentum import momentum_step, outer_momentum_step, subnormal_safe_next  # noqa: F401
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
-
-
-@_jit
-def _momentum_entry(x, v, i, gi, c, beta, neg_eta, wd, nesterov):
-    """One entry of the momentum update (both kernels below): weight decay, v = v c + g, then x."""
-    if wd != 0:
-        gi = x[i] * wd + gi
-    vi = v[i] * c + gi
-    v[i] = vi
-    if nesterov:
-        x[i] = fma(fma(vi, beta, gi), neg_eta, x[i])
-    else:
-        x[i] = fma(vi, neg_eta, x[i])
-
-
-@_jit
-def momentum_step(x, v, g, c, beta, neg_eta, wd, nesterov):
-    """x, v (updated in place), g: 1-D arrays of one dtype; c, beta, neg_eta, wd: scalars of that dtype."""
-    for i in range(x.shape[0]):
-        _momentum_entry(x, v, i, g[i], c, beta, neg_eta, wd, nesterov)
-
-
-@_jit
-def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov):
-    """momentum_step on x, v (n, p C) with g_i = (a_iᵀ z_i) / b, a (n, B, p), z (n, B, C), b a scalar of x's dtype.
-
-    Per node the p x C products are summed in a C x p scratch (rows of a are contiguous, so the B-term chains
-    vectorize over p, four links per pass), then transposed into a row of x's layout, then the momentum pass as in
-    momentum_step."""
-    n, B, P = a.shape
-    C = z.shape[2]
-    gT = np.empty((C, P), dtype=x.dtype)
-    g = np.empty(P * C, dtype=x.dtype)
-    for i in range(n):
-        xi, vi, ai, zi = x[i], v[i], a[i], z[i]
-        for k in range(C):
-            row = gT[k]
-            for q in range(P):
-                row[q] = 0.0
-            j = 0
-            while j + 4 <= B:      # four links of the chain per pass over the row (one load and store, not four)
-                a0, a1, a2, a3 = ai[j], ai[j + 1], ai[j + 2], ai[j + 3]
-                z0, z1, z2, z3 = zi[j, k], zi[j + 1, k], zi[j + 2, k], zi[j + 3, k]
-                for q in range(P):
-                    row[q] = fma(a3[q], z3, fma(a2[q], z2, fma(a1[q], z1, fma(a0[q], z0, row[q]))))
-                j += 4
-            while j < B:
-                aj, zk = ai[j], zi[j, k]
-                for q in range(P):
-                    row[q] = fma(aj[q], zk, row[q])
-                j += 1
-        for q in range(P):
-            for k in range(C):
-                g[q * C + k] = gT[k, q]
-        for e in range(P * C):
-            _momentum_entry(xi, vi, e, g[e] / b, c, beta, neg_eta, wd, nesterov)
 
 
 # NumPy sums a row of at most this many entries with one 8-way unrolled pass (pairwise_sum's base case)

@@ -1,4 +1,5 @@
-"""Two LLVM instructions numba does not expose: a fused multiply-add and a cache prefetch."""
+"""LLVM instructions numba does not expose: a fused multiply-add, a cache prefetch, and the reinterpretation of a
+binary32 value as its 32 bits and back (a bitcast: no arithmetic, so no floating-point unit sees the value)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,27 @@ def prefetch(typingctx, arr, index):
         return context.get_dummy_value()
 
     return nbtypes.void(arr, index), codegen
+
+
+@intrinsic
+def bits32(typingctx, a):
+    """The 32 bits of a binary32 value as an int32 (sign bit, 8 exponent bits, 23 fraction bits)."""
+    if a != nbtypes.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return nbtypes.int32(a), codegen
+
+
+@intrinsic
+def float32_from_bits(typingctx, b):
+    """The binary32 value whose bits are the int32 b (bits32's inverse)."""
+    if b != nbtypes.int32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+
+    return nbtypes.float32(b), codegen
