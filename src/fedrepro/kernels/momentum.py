@@ -131,6 +131,133 @@ def _safe_pass(x, v, g, left, c, beta, neg_eta, nesterov):
     return any_left
 
 
+# Subnormal residuals (binary32). As a run goes on, the softmax residual z of a class a node's batch is confidently
+# not in underflows into the subnormals (the 60-node MNIST benchmark: 192 of 3,000 after 800 iterations), and every
+# vector fused multiply-add of a gradient chain link with such a z takes the assist: the chains took 2.4x as long.
+# A column k of z with a subnormal entry has its chain computed on the images scaled by 2^64 (z' = z 2^64, exact and
+# normal, as are the chain values r' = r 2^64), the same operations on values the hardware takes at full speed:
+# - where the unscaled result is normal or zero (|u| >= 2^-62 or u = 0, u = fma(a, z', r')), u is its image exactly:
+#   the rounding to 24 bits commutes with the power of two;
+# - where it is subnormal (0 < |u| < 2^-62), the exact rounding is to the grid 2^-149 (2^-85 scaled), which an
+#   addend C = ±2^-62 of u's sign forces: fma(a, z', r' + C) - C rounds a z' + r' once, on that grid, ties to even
+#   (C's grid index 2^23 is even), and both additions of C are exact where |r'| < 2^-62; a result that rounds to
+#   zero there takes u's sign, as an underflow does;
+# - a column whose entries are not all finite, or whose scaled chain could overflow (B max|a| max|z| 2^64 >= 2^120),
+#   and a lane with |r'| >= 2^-62 and a subnormal result, take the plain chain: exact, only slow.
+# The chain's result is unscaled through binary64 (an exact conversion, which the hardware does without an assist).
+_MAGIC = np.float32(2.0**-62)       # the image of 2^-126 under the scaling by 2^64
+_MAGIC_BITS = np.int32(0x20800000)  # its bits
+_TWO_POW_85, _TWO_POW_M85 = np.float32(2.0**85), np.float32(2.0**-85)
+_INF_BITS = np.int32(0x7F800000)
+_DOWN = 2.0**-64
+_SCALED_LIMIT = 2.0**56             # B max|a| max|z| below this: every scaled value below 2^120
+
+
+@_jit
+def _scaled_link(row, aj, zs):
+    """row <- the images of fma(aj, z, r) for the images row = r 2^64 and zs = z 2^64 (comment above); returns
+    whether a lane with a subnormal result had |r'| >= 2^-62 (then row is unspecified)."""
+    worst = np.int32(0)          # the bits of the largest |r'| of a lane whose result is subnormal (an integer
+    for q in range(row.shape[0]):  # maximum: a floating-point one would keep the loop from vectorizing)
+        r, a = row[q], aj[q]
+        u = fma(a, zs, r)
+        au = abs(u)
+        small = (au < _MAGIC) & (au != 0)
+        cc = float32_from_bits(np.int32(_MAGIC_BITS | (bits32(u) & _SIGN)))
+        m = bits32(fma(a, zs, r + cc) - cc) | (bits32(u) & _SIGN)    # a zero keeps the sign of what underflowed
+        row[q] = float32_from_bits(np.int32(m)) if small else u
+        worst = max(worst, np.int32(bits32(r) & _ABS) if small else np.int32(0))
+    return worst >= _MAGIC_BITS
+
+
+@_jit
+def _column_bounded(zi, k, amax):
+    """Whether column k's entries are finite and its scaled chain bounded (amax: max |a| of the node, inf where an
+    entry of a is not finite)."""
+    zmax = 0.0
+    for j in range(zi.shape[0]):
+        zabs = abs(np.float64(zi[j, k]))
+        if not zabs <= 1e300:                    # inf or NaN
+            return False
+        zmax = max(zmax, zabs)
+    return zi.shape[0] * amax * zmax < _SCALED_LIMIT
+
+
+@_jit
+def _abs_max(ai):
+    """max |a| over one node's binary32 (B, P) rows, as a binary64; inf where an entry is not finite. On the bits:
+    they order the magnitudes as the values do, and an integer maximum vectorizes."""
+    mb = np.int32(0)
+    for j in range(ai.shape[0]):
+        for q in range(ai.shape[1]):
+            mb = max(mb, np.int32(bits32(ai[j, q]) & _ABS))
+    return np.inf if mb >= _INF_BITS else np.float64(float32_from_bits(mb))
+
+
+@_jit
+def _scale_up(z):
+    """z 2^64 for a binary32 z with |z| < 2^63, from the bits (a multiplication would take the assist on a
+    subnormal z: LLVM narrows a binary64 product of binary32 values to a binary32 one)."""
+    b = bits32(z)
+    if np.int32(b & _ABS) >= np.int32(0x00800000):               # normal: the exponent field plus 64
+        return float32_from_bits(np.int32(b + np.int32(64 << 23)))
+    m = np.float32(np.int32(b & _FRACTION)) * _TWO_POW_M85      # the subnormal's integer mantissa, scaled: exact
+    return float32_from_bits(np.int32(bits32(m) | (b & _SIGN)))
+
+
+@_jit
+def _scale_down(r):
+    """The bits of r 2^-64 for the image r of a binary32 value: the exponent field minus 64 where that is normal
+    (|r| >= 2^-62), else the subnormal's integer mantissa r 2^85 (r is on the grid 2^-85 there: exact)."""
+    b = bits32(r)
+    mag = np.int32(b & _ABS)
+    sub = np.int32(np.int32(float32_from_bits(mag) * _TWO_POW_85) | (b & _SIGN))
+    return sub if mag < _MAGIC_BITS else np.int32(b - np.int32(64 << 23))
+
+
+@_jit
+def _scaled_chain(row, ai, zi, k, b):
+    """row = (the chain of links j = 0..B-1 of column k, aᵀ z for class k) / b, through the scaled images; returns
+    False (row unspecified) where a lane is outside the exact cases. The quotient of the image by b is formed in
+    binary64 and scaled back there: one rounding of a binary32 quotient to binary64, then to binary32 (whose
+    subnormals the conversion makes without an assist), which is the binary32 quotient (53 >= 2 x 24 + 2); binary64
+    there because LLVM narrows a binary64 quotient of two binary32 values to a binary32 division."""
+    for q in range(row.shape[0]):
+        row[q] = 0.0
+    for j in range(ai.shape[0]):
+        if _scaled_link(row, ai[j], _scale_up(zi[j, k])):
+            return False
+    bd = np.float64(b)
+    for q in range(row.shape[0]):
+        row[q] = np.float32((np.float64(row[q]) / bd) * _DOWN)
+    return True
+
+
+def _scaled_column(row, ai, zi, k, b, amax):
+    """Column k's chain divided by b into row through the scaled images, where z's column holds a binary32 subnormal
+    and that is exact (comment above): returns whether it did. amax: a 1-element buffer caching max |a| of the node
+    (negative: not computed yet). Always False for other dtypes."""
+    raise NotImplementedError
+
+
+@numba.extending.overload(_scaled_column)
+def _scaled_column_for(row, ai, zi, k, b, amax):
+    def binary32(row, ai, zi, k, b, amax):
+        sub = False
+        for j in range(zi.shape[0]):
+            sub |= _subnormal(bits32(zi[j, k]))
+        if not sub:
+            return False
+        if amax[0] < 0:
+            amax[0] = _abs_max(ai)
+        return _column_bounded(zi, k, amax[0]) and _scaled_chain(row, ai, zi, k, b)
+
+    def other(row, ai, zi, k, b, amax):
+        return False
+
+    return binary32 if zi.dtype == numba.types.float32 else other
+
+
 @_jit
 def _finish_left(x, v, g, left, c, beta, neg_eta, nesterov):
     """The plain formulas on the entries _safe_pass left; eight flags at a time (they are rare)."""
@@ -217,10 +344,18 @@ def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov, subnormal
     gT = np.empty((C, P), dtype=x.dtype)
     g = np.empty(P * C, dtype=x.dtype)
     left = np.empty(P * C, dtype=np.uint8)
+    scaled = np.zeros(C, dtype=np.bool_)
+    amax = np.empty(1)                 # max |a| of the node, computed where a column needs it
     for i in range(n):
         xi, vi, ai, zi = x[i], v[i], a[i], z[i]
+        amax[0] = -1.0
+        any_scaled = False
         for k in range(C):
             row = gT[k]
+            scaled[k] = _scaled_column(row, ai, zi, k, b, amax)
+            if scaled[k]:            # row = the chain divided by b already
+                any_scaled = True
+                continue
             for q in range(P):
                 row[q] = 0.0
             j = 0
@@ -235,13 +370,20 @@ def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov, subnormal
                 for q in range(P):
                     row[q] = fma(aj[q], zk, row[q])
                 j += 1
-            if subnormal_safe:     # the division here: the safe pass takes g divided
-                for q in range(P):
-                    row[q] = row[q] / b
+        # the division here where the safe pass follows (it takes g divided) or a scaled column divided already
+        divided = subnormal_safe or any_scaled
+        if divided:
+            for k in range(C):
+                if not scaled[k]:
+                    row = gT[k]
+                    for q in range(P):
+                        row[q] = row[q] / b
         for q in range(P):
             for k in range(C):
                 g[q * C + k] = gT[k, q]
         if subnormal_safe:
             _row_pass(xi, vi, g, b, False, left, c, beta, neg_eta, wd, nesterov, True)
+        elif divided:
+            _row_pass(xi, vi, g, b, False, left, c, beta, neg_eta, wd, nesterov, False)
         else:
             _row_pass(xi, vi, g, b, True, left, c, beta, neg_eta, wd, nesterov, False)
