@@ -158,6 +158,32 @@ def test_top_magnitudes_is_torch_topk_where_unique_and_declines_ties_and_nan():
         assert torch.equal(bk.largest_abs_k(y, 10), torch.topk(y.abs(), 10, dim=1, sorted=False).indices)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("d,k", [(640, 10), (7840, 10), (1000, 3), (5000, 64), (300, 1), (4099, 15)])
+def test_top_magnitudes_strided_blocks_against_topk(dtype, d, k):
+    """The block maxima's threshold on shapes where the strided blocks do and do not divide the row, the k + 1
+    largest gathered in one block (the others' maxima far below), two NaNs of different payloads, signed zeros,
+    subnormals, and rows of equal magnitudes (declined)."""
+    from fedrepro.kernels.dense import TOP_BLOCKS, top_magnitudes
+
+    g = torch.Generator().manual_seed(d + k)
+    x = torch.randn(12, d, generator=g, dtype=dtype)
+    nb = min(d, max(TOP_BLOCKS, 4 * (k + 1)))
+    x[1] *= 1e-3
+    x[1, 5::nb] = torch.arange(1, len(range(5, d, nb)) + 1, dtype=dtype) * 10.0   # one block holds the largest
+    x[2, ::7] = -0.0
+    x[3] *= torch.finfo(dtype).tiny                                                    # subnormal magnitudes
+    idx = torch.empty(12, k, dtype=torch.int64)
+    assert top_magnitudes(x.numpy(), k, idx.numpy())
+    assert torch.equal(idx, torch.topk(x.abs(), k, dim=1, sorted=False).indices)
+    nan = x.clone()
+    nan[4, 3] = float("nan")
+    nan[4, d - 1] = -torch.nan_to_num(torch.tensor(float("nan"), dtype=dtype), nan=float("nan"))
+    assert not top_magnitudes(nan.numpy(), k, idx.numpy())
+    flat = torch.ones(2, d, dtype=dtype)
+    assert not top_magnitudes(flat.numpy(), k, idx.numpy())
+
+
 def _residuals_numpy(Wm, x, y):
     """softmax(x W) - onehot(y) with NumPy's operations (models.logreg without the kernels)."""
     from fedrepro.models.logreg import softmax_regression_residuals
@@ -263,3 +289,23 @@ def test_mnist_engine_with_the_fused_gradient_is_identical_without_the_kernels(m
     a, b = runs
     assert torch.equal(a.X, b.X) and torch.equal(a.V, b.V) and torch.equal(a.xhat, b.xhat)
     assert a.sync_log == b.sync_log and np.abs(a.X.numpy()).max() > 1e-3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_difference_and_square_is_torch_sub_then_mul(dtype):
+    """x - x̂ and its square as torch's sub and mul, every bit (signed zeros, subnormals, inf, NaN), on a column
+    slice of x (a segment: not contiguous)."""
+    from fedrepro.kernels.dense import difference_and_square
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(6, 90, generator=g, dtype=dtype)
+    xhat = torch.randn(6, 50, generator=g, dtype=dtype)
+    x[0, 20:25] = torch.tensor([0.0, -0.0, float("inf"), float("nan"), torch.finfo(dtype).tiny / 3], dtype=dtype)
+    xhat[0, :5] = torch.tensor([-0.0, -0.0, float("inf"), 1.0, -torch.finfo(dtype).tiny / 5], dtype=dtype)
+    xs = x[:, 20:70]
+    diff, square = torch.empty_like(xhat), torch.empty_like(xhat)
+    difference_and_square(xs.numpy(), xhat.numpy(), diff.numpy(), square.numpy())
+    want = torch.sub(xs, xhat)
+    bits = torch.int32 if dtype == torch.float32 else torch.int64
+    assert torch.equal(diff.view(bits), want.view(bits))
+    assert torch.equal(square.view(bits), torch.mul(want, want).view(bits))

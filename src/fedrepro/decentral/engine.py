@@ -211,8 +211,14 @@ class DecentralEngine:
         for i, (c, (a, b)) in enumerate(zip(self.copies, self.segments)):
             if c.value is None:
                 c.value = torch.zeros(self.n, b - a, dtype=self.dtype, device=self.device)
-            diff = torch.sub(X[:, a:b], c.value, out=self._diff[i])
-            sq += torch.mul(diff, diff, out=self._work[i]).sum(dim=1).to(torch.float64)
+            if self._compiled:                 # the difference and its square in one pass, the same bits
+                self._fused.difference_and_square(X[:, a:b].numpy(), c.value.numpy(), self._diff[i].numpy(),
+                                                  self._work[i].numpy())
+                square = self._work[i]
+            else:
+                diff = torch.sub(X[:, a:b], c.value, out=self._diff[i])
+                square = torch.mul(diff, diff, out=self._work[i])
+            sq += square.sum(dim=1).to(torch.float64)
         c_t = float(self.threshold(t, eta)) if self.threshold is not None else 0.0
         drift = self.reference.drift(sq, X)            # ‖x^{t+1/2} - r_i‖², r_i per ch3:A-trigger-ref
         fire = trigger_mask(drift, c_t, eta, self.first_sync, cfg.force_first)

@@ -11,6 +11,7 @@ same operations on the same values, one element at a time, so the engine's traje
   (Z -= max; Z /= Σ, NumPy's pairwise order; Z[label] -= 1) in two loops instead of six NumPy calls.
 - ``sign_scale_add``: x̂ += scale_i Sign(x) (the scaled sign compressor's message, fedrepro.comm.ScaledSign,
   added to its tracked copy): sign, the zero rule, the product and the addition in one pass instead of five.
+- ``difference_and_square``: the event trigger's x - x̂ and its square in one pass instead of two.
 - ``gossip_add``: x_i += γ (((w_i1 y_j1 + w_i2 y_j2) + ...) - y_i) over each row's neighbour list (padded with
   zero weights), the GatherMixer/SliceMixer sums (fedrepro.decentral.mixing), the difference, the γ product
   (skipped for γ = 1, as the engine skips it) and the update of x in one pass instead of eight.
@@ -21,8 +22,10 @@ from __future__ import annotations
 import math
 
 import numba
+import numba.extending
 import numpy as np
 
+from fedrepro.kernels.intrinsics import bits32, bits64
 from fedrepro.kernels.momentum import momentum_step, outer_momentum_step, subnormal_safe_next  # noqa: F401
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -116,6 +119,19 @@ def gossip_add(x, y, idx, w, gamma, scale):
 
 
 @_jit
+def difference_and_square(x, xhat, diff, square):
+    """diff = x - x̂ and square = diff · diff (n, d), each rounded once as torch's sub and mul: one pass where torch
+    makes two (the event trigger's drift; its row sums stay torch's, whose order the trigger's bits depend on)."""
+    n, d = x.shape
+    for i in range(n):
+        xi, hi, di, si = x[i], xhat[i], diff[i], square[i]
+        for e in range(d):
+            t = xi[e] - hi[e]
+            di[e] = t
+            si[e] = t * t
+
+
+@_jit
 def sign_scale_add(x, xhat, scale, zero_is_positive):
     """xhat (B, d) += scale[b] · s(x[b, e]) in place: s = torch.sign (NaN kept), s(0) = +1 if zero_is_positive else
     0; scale (B,) of x's dtype. ±1 times the scale is exact, so adding or subtracting the scale is torch's sum."""
@@ -134,38 +150,108 @@ def sign_scale_add(x, xhat, scale, zero_is_positive):
                 hr[e] = hr[e] + v          # NaN
 
 
+TOP_BLOCKS = 256                 # top_magnitudes' strided blocks per row (at least 4 (k + 1))
+_ABS32 = np.int32(2**31 - 1)
+_ABS64 = np.int64(2**63 - 1)
+
+
+def _magnitude_key(v):
+    """|v|'s bits as an integer (binary32 -> int32, binary64 -> int64): ordered as the magnitudes, NaN above all."""
+    raise NotImplementedError
+
+
+@numba.extending.overload(_magnitude_key)
+def _magnitude_key_for(v):
+    if v == numba.types.float32:
+        return lambda v: np.int32(bits32(v) & _ABS32)
+    if v == numba.types.float64:
+        return lambda v: np.int64(bits64(v) & _ABS64)
+    return None
+
+
+def _keys(x, n):
+    """An uninitialised array of n magnitude keys for x's dtype."""
+    raise NotImplementedError
+
+
+@numba.extending.overload(_keys)
+def _keys_for(x, n):
+    if x.dtype == numba.types.float32:
+        return lambda x, n: np.empty(n, dtype=np.int32)
+    return lambda x, n: np.empty(n, dtype=np.int64)
+
+
+@_jit
+def _insert(vals, cols, m, k, v, e):
+    """Insert magnitude v of column e among the m (<= k + 1) held, sorted decreasing (after equal ones); returns
+    the new count."""
+    if m == k + 1 and not v > vals[k]:
+        return m
+    pos = m if m < k + 1 else k
+    while pos > 0 and vals[pos - 1] < v:
+        vals[pos], cols[pos] = vals[pos - 1], cols[pos - 1]
+        pos -= 1
+    vals[pos], cols[pos] = v, e
+    return m + 1 if m < k + 1 else m
+
+
 @_jit
 def top_magnitudes(x, k, idx):
     """idx (B, k) = the columns of the k largest |x| of each row of x (B, d), largest first — what torch.topk
     (partial sort, used for k·64 <= d) returns — where that answer is unique: the k largest magnitudes all
-    distinct and larger than the (k+1)-th. Returns False (idx unspecified) if a row has a tie there or a NaN."""
+    distinct and larger than the (k+1)-th. Returns False (idx unspecified) if a row has a tie there or a NaN.
+
+    Per row, the largest magnitude of each of nb strided blocks (block j: columns j, j + nb, j + 2 nb, ...) first,
+    on the bits (which order magnitudes as the values do and put a NaN above them all), as an element-wise
+    maximum over the row's consecutive nb-entry slices: vectorized, no reduction inside a block. The (k+1)-th
+    largest block maximum T is at most the row's (k+1)-th largest magnitude (the maxima are k + 1 distinct
+    entries), so only the blocks whose maximum reaches T can hold the k + 1 largest, and only their entries at
+    or above T are sorted in (the answer does not depend on the order they come in: a tie returns False)."""
     B, d = x.shape
+    nb = min(d, max(TOP_BLOCKS, 4 * (k + 1)))
     vals = np.empty(k + 1, dtype=x.dtype)
     cols = np.empty(k + 1, dtype=np.int64)
+    bmax = _keys(x, nb)
+    top = _keys(x, k + 1)                          # the k + 1 largest block maxima, decreasing
     for r in range(B):
         row = x[r]
-        m = 0                                   # entries held, sorted decreasing in vals[:m]
-        for start in range(0, d, 32):
-            stop = min(start + 32, d)
-            if m == k + 1:                      # skip a block with nothing above the (k+1)-th held (nor a NaN)
-                thr, hit = vals[k], False
-                for e in range(start, stop):
-                    hit |= not abs(row[e]) <= thr
-                if not hit:
+        for j in range(nb):
+            bmax[j] = _magnitude_key(row[j])
+        for s in range(nb, d - nb + 1, nb):
+            piece = row[s : s + nb]
+            for j in range(nb):              # a compare and select, not max(): that form vectorizes
+                b = _magnitude_key(piece[j])
+                if b > bmax[j]:
+                    bmax[j] = b
+        tail = d - d % nb if d % nb else d
+        for e in range(max(tail, nb), d):
+            b = _magnitude_key(row[e])
+            if b > bmax[e - tail]:
+                bmax[e - tail] = b
+        held = 0
+        for j in range(nb):
+            bm = bmax[j]
+            if held == k + 1 and bm <= top[k]:
+                continue
+            pos = held if held < k + 1 else k
+            while pos > 0 and top[pos - 1] < bm:
+                top[pos] = top[pos - 1]
+                pos -= 1
+            top[pos] = bm
+            if held < k + 1:
+                held += 1
+        threshold = top[k]
+        m = 0
+        for j in range(nb):
+            if bmax[j] < threshold:
+                continue
+            for e in range(j, d, nb):
+                if _magnitude_key(row[e]) < threshold:
                     continue
-            for e in range(start, stop):
                 v = abs(row[e])
                 if v != v:
                     return False
-                if m == k + 1 and not v > vals[k]:
-                    continue
-                pos = m if m < k + 1 else k     # insert v before the first smaller value (after equal ones)
-                while pos > 0 and vals[pos - 1] < v:
-                    vals[pos], cols[pos] = vals[pos - 1], cols[pos - 1]
-                    pos -= 1
-                vals[pos], cols[pos] = v, e
-                if m < k + 1:
-                    m += 1
+                m = _insert(vals, cols, m, k, v, e)
         if m < k + 1:
             return False
         for j in range(k):

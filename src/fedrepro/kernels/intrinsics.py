@@ -1,5 +1,5 @@
 """LLVM instructions numba does not expose: a fused multiply-add, a cache prefetch, and the reinterpretation of a
-binary32 value as its 32 bits and back (a bitcast: no arithmetic, so no floating-point unit sees the value)."""
+binary32 value as its 32 bits and back (and of a binary64 value as its 64 bits) (a bitcast: no arithmetic, so no floating-point unit sees the value)."""
 
 from __future__ import annotations
 
@@ -62,3 +62,15 @@ def float32_from_bits(typingctx, b):
         return builder.bitcast(args[0], ir.FloatType())
 
     return nbtypes.float32(b), codegen
+
+
+@intrinsic
+def bits64(typingctx, a):
+    """The 64 bits of a binary64 value as an int64."""
+    if a != nbtypes.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return nbtypes.int64(a), codegen
