@@ -6,6 +6,10 @@ regression 784x10, batch 5 per node, Sign-TopK k = 10), per method, evaluation e
 - limit:  the memory-traffic bound, bytes a fused implementation must move per iteration / stream bandwidth
           measured here on arrays of the state's size (the gradient's FLOPs are negligible beside it).
 
+"before" shares today's compressors, copies and kernels (fedrepro.comm, fedrepro.kernels), so it measures the
+engine's own gains; benchmarks/bench_decentral_commits.py measures the whole library against the commit issue 19 was
+filed on, in separate processes.
+
 The three run interleaved in one process (blocks of --iters iterations, rotating order, --pairs rounds); the
 table gives medians and the medians of the per-round ratios, with the load average before and after.
 

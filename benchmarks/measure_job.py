@@ -37,6 +37,8 @@ def main() -> None:
     ap.add_argument("--scale", default="paper")
     ap.add_argument("--set", nargs="*", default=[], help="key=value overrides (YAML values)")
     ap.add_argument("--data", help="the prepared dataset the run reads (input `data`)")
+    ap.add_argument("--input", nargs="*", default=[], metavar="NAME=PATH",
+                    help="further inputs the runner reads (e.g. adept table3's featnet=results/quick/adept/runs/featnet/mnist.pt)")
     ap.add_argument("--append-calibration", action="store_true")
     args = ap.parse_args()
 
@@ -48,10 +50,13 @@ def main() -> None:
     params.update(plan.data_sizes(args.data) if args.data else {})    # the rows the run really reads
     measurements = [m for m in plan.measurements_for(root, registry) if m.scale in plan.MEASURED_SCALES]
     predicted = plan.predict_cpu_seconds(registry, measurements, args.paper, args.experiment, params, args.scale)
+    inputs = dict(item.split("=", 1) for item in args.input)
+    if args.data:
+        inputs["data"] = args.data
     limit_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         rows, cost = plan.run_once(registry, args.paper, args.experiment, args.configuration, args.scale, overrides,
-                                   inputs={"data": args.data} if args.data else None, output=Path(tmp) / "run.csv")
+                                   inputs=inputs or None, output=Path(tmp) / "run.csv")
     work = plan.work_spec(root, registry.run_spec(args.paper, args.experiment, args.scale)["runner"])
     units = plan.evaluate(work["units"], params, work.get("defaults"))
     report = {"job": f"{args.paper}/{args.experiment}/{args.configuration}", "scale": args.scale, "set": overrides,
