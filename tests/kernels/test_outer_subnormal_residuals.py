@@ -171,3 +171,26 @@ def test_the_scaled_chain_takes_most_subnormal_columns_and_is_exact():
                 assert np.array_equal(row.view(np.uint32), G[i, :, k].view(np.uint32)), (i, k)
     assert columns >= 10 and taken >= columns - 2
     assert not momentum._scaled_chain(row, a[1], z[1], 2, np.float32(B))      # the cancellation: declined
+
+
+def test_a_huge_residual_beside_a_subnormal_keeps_the_plain_chain():
+    """max|z| >= 2^60 would overflow z 2^64 even where every a is zero (max |a| = 0 bounds nothing): declined."""
+    from fedrepro.kernels import momentum
+    from fedrepro.kernels.dense import momentum_step, outer_momentum_step
+
+    a, z = _inputs(11)
+    a[2] = 0.0
+    a[2, 1, ::3] = -0.0
+    z[2, 0, 3], z[2, 1, 3] = np.float32(1e-40), np.float32(2.0**100)
+    n, B, P = a.shape
+    C = z.shape[2]
+    assert not momentum._column_bounded(z[2], 3, 0.0)
+    X = np.zeros((n, P * C), dtype=np.float32)
+    V = np.zeros((n, P * C), dtype=np.float32)
+    f = np.float32
+    scalars = (f(0.9), f(0.9), f(-0.01), f(0.0), True)
+    G = _oracle_gradient(a, z, B)
+    Xk, Vk = X.copy(), V.copy()
+    momentum_step(X.reshape(-1), V.reshape(-1), G.reshape(-1), *scalars)
+    outer_momentum_step(Xk, Vk, a, z, f(B), *scalars)
+    assert np.array_equal(X.view(np.uint32), Xk.view(np.uint32)) and np.array_equal(V.view(np.uint32), Vk.view(np.uint32))

@@ -142,15 +142,16 @@ def _safe_pass(x, v, g, left, c, beta, neg_eta, nesterov):
 #   addend C = ±2^-62 of u's sign forces: fma(a, z', r' + C) - C rounds a z' + r' once, on that grid, ties to even
 #   (C's grid index 2^23 is even), and both additions of C are exact where |r'| < 2^-62; a result that rounds to
 #   zero there takes u's sign, as an underflow does;
-# - a column whose entries are not all finite, or whose scaled chain could overflow (B max|a| max|z| 2^64 >= 2^120),
-#   and a lane with |r'| >= 2^-62 and a subnormal result, take the plain chain: exact, only slow.
-# The chain's result is unscaled through binary64 (an exact conversion, which the hardware does without an assist).
+# - a column whose entries are not all finite, or whose scaled chain could overflow (B max|a| max|z| 2^64 >= 2^120,
+#   or max|z| >= 2^60), and a lane with |r'| >= 2^-62 and a subnormal result, take the plain chain: exact, only slow.
+# The quotient by b and the scaling back are done in binary64 and converted to binary32 (see _scaled_chain).
 _MAGIC = np.float32(2.0**-62)       # the image of 2^-126 under the scaling by 2^64
 _MAGIC_BITS = np.int32(0x20800000)  # its bits
-_TWO_POW_85, _TWO_POW_M85 = np.float32(2.0**85), np.float32(2.0**-85)
+_TWO_POW_M85 = np.float32(2.0**-85)
 _INF_BITS = np.int32(0x7F800000)
 _DOWN = 2.0**-64
 _SCALED_LIMIT = 2.0**56             # B max|a| max|z| below this: every scaled value below 2^120
+_Z_LIMIT = 2.0**60                  # max|z| below this: z 2^64 finite (_scale_up adds 64 to the exponent field)
 
 
 @_jit
@@ -180,7 +181,7 @@ def _column_bounded(zi, k, amax):
         if not zabs <= 1e300:                    # inf or NaN
             return False
         zmax = max(zmax, zabs)
-    return zi.shape[0] * amax * zmax < _SCALED_LIMIT
+    return zmax < _Z_LIMIT and zi.shape[0] * amax * zmax < _SCALED_LIMIT
 
 
 @_jit
@@ -203,16 +204,6 @@ def _scale_up(z):
         return float32_from_bits(np.int32(b + np.int32(64 << 23)))
     m = np.float32(np.int32(b & _FRACTION)) * _TWO_POW_M85      # the subnormal's integer mantissa, scaled: exact
     return float32_from_bits(np.int32(bits32(m) | (b & _SIGN)))
-
-
-@_jit
-def _scale_down(r):
-    """The bits of r 2^-64 for the image r of a binary32 value: the exponent field minus 64 where that is normal
-    (|r| >= 2^-62), else the subnormal's integer mantissa r 2^85 (r is on the grid 2^-85 there: exact)."""
-    b = bits32(r)
-    mag = np.int32(b & _ABS)
-    sub = np.int32(np.int32(float32_from_bits(mag) * _TWO_POW_85) | (b & _SIGN))
-    return sub if mag < _MAGIC_BITS else np.int32(b - np.int32(64 << 23))
 
 
 @_jit
