@@ -183,8 +183,8 @@ def _keys_for(x, n):
 
 @_jit
 def _insert(vals, cols, m, k, v, e):
-    """Insert magnitude v of column e among the m (<= k + 1) held, sorted decreasing (after equal ones); returns
-    the new count."""
+    """Insert value v of column e among the m (<= k + 1) held, sorted decreasing (after equal ones), keeping the
+    k + 1 largest; returns the new count."""
     if m == k + 1 and not v > vals[k]:
         return m
     pos = m if m < k + 1 else k
@@ -213,6 +213,7 @@ def top_magnitudes(x, k, idx):
     cols = np.empty(k + 1, dtype=np.int64)
     bmax = _keys(x, nb)
     top = _keys(x, k + 1)                          # the k + 1 largest block maxima, decreasing
+    top_blocks = np.empty(k + 1, dtype=np.int64)   # (their blocks: unused)
     for r in range(B):
         row = x[r]
         for j in range(nb):
@@ -230,16 +231,7 @@ def top_magnitudes(x, k, idx):
                 bmax[e - tail] = b
         held = 0
         for j in range(nb):
-            bm = bmax[j]
-            if held == k + 1 and bm <= top[k]:
-                continue
-            pos = held if held < k + 1 else k
-            while pos > 0 and top[pos - 1] < bm:
-                top[pos] = top[pos - 1]
-                pos -= 1
-            top[pos] = bm
-            if held < k + 1:
-                held += 1
+            held = _insert(top, top_blocks, held, k, bmax[j], j)
         threshold = top[k]
         m = 0
         for j in range(nb):
