@@ -34,13 +34,12 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-PARAMS = dict(n=60, topology="ring", batch=5, T=3000, H=5, lr={"kind": "inverse", "a": 1.0, "b": 100.0}, beta=0.9,
-              trigger={"kind": "sqrt_step", "c0": 5000.0, "every": 1000}, k=10)
-GAMMA = {"squarm": 1.0, "choco_sign": 1.0, "choco_topk": 0.4, "vanilla": 1.0}
-METHODS = {"squarm": {"algorithm": "squarm", "compressor": {"name": "sign_topk", "k": 10}, "gamma": 1.0},
-           "choco_sign": {"algorithm": "choco", "compressor": "sign", "gamma": 1.0},
-           "choco_topk": {"algorithm": "choco", "compressor": {"name": "topk", "k": 10}, "gamma": 0.4},
-           "vanilla": {"algorithm": "dsgd", "gamma": 1.0}}
+sys.path.insert(0, str(HERE))
+from bench_decentral import PARAMS as _SETTING  # noqa: E402  (the setting: one definition for both benchmarks)
+
+METHODS = _SETTING["methods"]
+PARAMS = {k: v for k, v in _SETTING.items() if k != "methods"}
+GAMMA = {name: m["gamma"] for name, m in METHODS.items()}   # the commit takes gamma per method name
 
 
 def child(args) -> None:
