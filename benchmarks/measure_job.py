@@ -10,7 +10,7 @@ at `--scale` and the `--set` overrides (YAML values), and prints the measured CP
 memory beside the plan's estimate for exactly those parameters, fitted on the smoke/quick measurements only (this
 clone's run sidecars, else config/calibration.csv).  `--append-calibration` adds the measurement to
 config/calibration.csv (source `benchmarks/measure_job.py`, scale `<scale>-fraction`), so the plan then fits on it.
-Nothing is written under results/.
+Nothing is written under results/; `--output run.csv` keeps the run's CSV (to compare two commits' bits).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from fedrepro import plan
+from fedrepro.io import write_csv
 from fedrepro.registry import Registry
 from fedrepro.runtime import limit_threads
 
@@ -39,6 +40,7 @@ def main() -> None:
     ap.add_argument("--data", help="the prepared dataset the run reads (input `data`)")
     ap.add_argument("--input", nargs="*", default=[], metavar="NAME=PATH",
                     help="further inputs the runner reads (e.g. adept table3's featnet=results/quick/adept/runs/featnet/mnist.pt)")
+    ap.add_argument("--output", help="keep the run's CSV (and its other outputs) here, e.g. to compare two commits' bits")
     ap.add_argument("--append-calibration", action="store_true")
     args = ap.parse_args()
 
@@ -55,8 +57,12 @@ def main() -> None:
         inputs["data"] = args.data
     limit_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
+        output = Path(args.output) if args.output else Path(tmp) / "run.csv"
+        output.parent.mkdir(parents=True, exist_ok=True)
         rows, cost = plan.run_once(registry, args.paper, args.experiment, args.configuration, args.scale, overrides,
-                                   inputs=inputs or None, output=Path(tmp) / "run.csv")
+                                   inputs=inputs or None, output=output)
+        if args.output:
+            write_csv(output, rows)
     work = plan.work_spec(root, registry.run_spec(args.paper, args.experiment, args.scale)["runner"])
     units = plan.evaluate(work["units"], params, work.get("defaults"))
     report = {"job": f"{args.paper}/{args.experiment}/{args.configuration}", "scale": args.scale, "set": overrides,

@@ -65,6 +65,11 @@ class StackedLSTM(nn.Module):
     Init as Keras (A-19): glorot-uniform input kernel, orthogonal recurrent kernel, zero bias with the
     forget-gate bias 1. Gate order i, f, g(cell), o. The recursion over time is a loop over T; the M
     parties and the B samples are batched in each step.
+
+    The time steps are taken with ``unbind``, not ``xi[:, :, t]``: the backward of an index builds a zero
+    tensor of the whole (M, B, T, 4P) input projection per step and adds it up (T fills and adds of 4 MB
+    at MIMIC's quick size, 40 % of a training iteration), where ``unbind``'s backward stacks the T step
+    gradients once. Same values bit for bit (tests/models/test_vfl_parties.py).
     """
 
     def __init__(self, M: int, d_in: int, P: int) -> None:
@@ -81,13 +86,13 @@ class StackedLSTM(nn.Module):
         self.bias = nn.Parameter(b)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        M, B, T, _ = x.shape
+        M, B, _, _ = x.shape
         P = self.P
         xi = torch.einsum("mbtd,mdg->mbtg", x, self.w_ih) + self.bias[:, None, None, :]
         h = x.new_zeros(M, B, P)
         c = x.new_zeros(M, B, P)
-        for t in range(T):
-            g = xi[:, :, t] + torch.bmm(h, self.w_hh)
+        for x_t in xi.unbind(2):
+            g = x_t + torch.bmm(h, self.w_hh)
             i, f, cc, o = g.split(P, dim=-1)
             c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(cc)
             h = torch.sigmoid(o) * torch.tanh(c)
