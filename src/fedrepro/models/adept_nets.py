@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from fedrepro.models.pooling import MaxPool2d  # nn.MaxPool2d's bits, its forward in channels-last memory
+
 
 class LinearAE(nn.Module):
     """Linear(d -> k) -> Linear(k -> d), biases, no activations (CODE `Autoencoder`); input (B, *shape)."""
@@ -48,7 +50,7 @@ class BasicUNet(nn.Module):
         self.up = nn.ModuleList([nn.Conv2d(c, c, 5, padding=2), nn.Conv2d(c, a, 5, padding=2),
                                  nn.Conv2d(a, in_ch, 5, padding=2)])
         self.act = nn.SiLU()
-        self.pool = nn.MaxPool2d(2)
+        self.pool = MaxPool2d(2)
         self.upsample = nn.Upsample(scale_factor=2)
 
     def forward(self, x):
@@ -71,8 +73,8 @@ class FeatureNet(nn.Module):
 
     def __init__(self, n_classes: int = 10, in_ch: int = 1, size: int = 28):
         super().__init__()
-        self.body = nn.Sequential(nn.Conv2d(in_ch, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                                  nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        self.body = nn.Sequential(nn.Conv2d(in_ch, 32, 3, padding=1), nn.ReLU(), MaxPool2d(2),
+                                  nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), MaxPool2d(2), nn.Flatten(),
                                   nn.Linear(64 * (size // 4) ** 2, 128), nn.ReLU())
         self.head = nn.Linear(128, n_classes)
 

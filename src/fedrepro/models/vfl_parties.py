@@ -23,6 +23,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from fedrepro.models.pooling import max_pool2d
+
 
 def _uniform_(t: torch.Tensor, bound: float) -> torch.Tensor:
     with torch.no_grad():
@@ -125,7 +127,7 @@ class StackedViewCNN(nn.Module):
         M, B, V, C, H, W = x.shape
         z = x.permute(1, 2, 0, 3, 4, 5).reshape(B * V, M * C, H, W)
         for conv in self.convs:
-            z = F.max_pool2d(F.relu(conv(z)), self.pool, self.pool_stride)
+            z = max_pool2d(F.relu(conv(z)), self.pool, self.pool_stride)  # F.max_pool2d's bits, faster
         z = z.reshape(B, V, M, -1).amax(dim=1)  # element-wise max over the party's views
         return z.permute(1, 0, 2)  # (M, B, features)
 
