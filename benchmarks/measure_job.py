@@ -78,7 +78,8 @@ def main() -> None:
                                            if work.get("memory") else None),
                              cpu_seconds=round(cost.cpu_seconds, 2), clock="cpu", threads=1,
                              peak_rss_mb=round(cost.peak_rss_mb, 1), output_bytes=None,
-                             source="benchmarks/measure_job.py " + " ".join(args.set),
+                             source=" ".join(["benchmarks/measure_job.py", args.paper, args.experiment,
+                                              args.configuration, "--scale", args.scale, "--set", *args.set]),
                              machine=plan.machine_name(),
                              date=date.today().isoformat())
         with open(root / plan.CALIBRATION, "a", newline="") as f:
