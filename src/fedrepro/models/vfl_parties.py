@@ -72,7 +72,7 @@ class StackedLSTM(nn.Module):
     The time steps are taken with ``unbind``, not ``xi[:, :, t]``: the backward of an index builds a zero
     tensor of the whole (M, B, T, 4P) input projection per step and adds it up (T fills and adds of 4 MB
     at MIMIC's quick size, 40 % of a training iteration), where ``unbind``'s backward stacks the T step
-    gradients once. Same values bit for bit (tests/models/test_vfl_parties.py).
+    gradients once. Same values bit for bit (tests/cvfl/test_cvfl_parties.py).
     """
 
     def __init__(self, M: int, d_in: int, P: int) -> None:
