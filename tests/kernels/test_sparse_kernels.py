@@ -59,6 +59,25 @@ def test_batch_gradient_is_the_row_slice_products_to_the_bit(K, ahead, monkeypat
     assert np.array_equal(out, want)
 
 
+def test_kernels_take_strided_q_and_out():
+    """The unrolled kernels index Q and the gradient's out flat: a Fortran-ordered Q and a strided out (views of
+    bigger arrays) give the same bits as contiguous ones."""
+    from fedrepro.kernels import sparse
+
+    rng = np.random.default_rng(3)
+    x = _csr(rng)
+    Q = np.asfortranarray(rng.standard_normal((60, 5)))
+    Ghat = rng.standard_normal((400, 5))
+    rows = np.sort(rng.choice(400, 90, replace=False))
+    out = np.full((400, 10), np.nan)[:, ::2]
+    sparse.csr_matmul_into(x.indptr, x.indices, x.data, Q, out)
+    assert np.array_equal(out, x @ Q)
+    grad = np.full((60, 10), np.nan)[:, 1::2]
+    sparse.csr_batch_gradient_into(x.indptr, x.indices, x.data, rows, Q, Ghat, grad)
+    XF = x[rows]
+    assert np.array_equal(grad, XF.T @ (XF @ Q - Ghat[rows]))
+
+
 def test_views_use_the_kernels_and_agree_with_scipy(monkeypatch):
     rng = np.random.default_rng(2)
     views = SparseViews([_csr(rng) for _ in range(3)])
