@@ -84,3 +84,17 @@ def test_round_iters_equal_to_tau_is_the_per_epoch_schedule():
     for a, b in zip(out[0], out[1]):
         for k in a:
             assert torch.equal(a[k], b[k]), k
+
+
+def test_linf_scale_is_the_abs_maximum_formula():
+    """linf_scale takes max |g| as max(max g, -min g): the same factors as min(1, limit / max |g|) written with
+    abs, on signed zeros, a client whose largest magnitude is negative, infinities and NaN."""
+    from fedrepro.adept.fed import linf_scale
+
+    g = {"w": torch.tensor([[0.5, -3.0], [0.0, -0.0], [1.0, float("-inf")], [float("nan"), 1.0], [2.0, -1.0]]),
+         "b": torch.tensor([[0.1], [-0.0], [0.2], [0.3], [-4.0]])}
+    want_max = torch.stack([v.abs().flatten(1).amax(1) for v in g.values()]).amax(0)
+    want = torch.clamp(0.5 / want_max.clamp_min(1e-30), max=1.0)
+    got = linf_scale(g, 0.5)
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~got.isnan()], want[~want.isnan()])
+    assert got[0] == 0.5 / 3.0 and got[1] == 1.0 and got[2] == 0.0 and got[4] == 0.125

