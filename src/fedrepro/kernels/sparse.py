@@ -32,14 +32,12 @@ _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 # PREFETCH_ROWS ahead while it computes (1.4x faster on this machine's 5000-row minibatches).
 PREFETCH_ROWS = 8
 
-
-#
 # The unrolled routines take Q (and the gradient's out) flattened and index the entry loops with unsigned integers:
 # numba wraps a negative signed index around (a sign test and a select per load) and reads a 2-D array's row stride
 # from memory (a multiply), so the loop over a row's entries carried three integer operations per load. With a
-# constant stride K and no sign, M = X Q took 0.63x the time and the minibatch gradient 0.80x at the Fig. 8 size
-# (2 M entries per view, K = 5); the floating-point operations, and so the bits, are the same. CSR indices are
-# non-negative (SciPy checks them when it builds the matrix).
+# constant stride K and no sign, M = X Q took 0.64x the time and the minibatch gradient 0.80x on one Fig. 8
+# view (2 M entries, K = 5; 0.76x and 0.82x in bench_gcca's blocks); the floating-point operations, and so the
+# bits, are the same. CSR indices are non-negative (SciPy checks them when it builds the matrix).
 
 
 def csr_matmul_into(indptr, indices, data, Q, out) -> None:
