@@ -98,3 +98,34 @@ def test_linf_scale_is_the_abs_maximum_formula():
     got = linf_scale(g, 0.5)
     assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~got.isnan()], want[~want.isnan()])
     assert got[0] == 0.5 / 3.0 and got[1] == 1.0 and got[2] == 0.0 and got[4] == 0.125
+
+
+def _batches_by_steps(n, tau, rng, batch=None):
+    """ClientData.epoch_batches' indices written step by step (the definition): per client one permutation, step k
+    its b_i entries from (k b_i) mod n_i on, wrapping around to its start."""
+    b = np.maximum(n // tau, 1) if batch is None else np.minimum(n, batch)
+    idx = np.zeros((tau, len(n), int(b.max())), dtype=np.int64)
+    for i in range(len(n)):
+        perm = rng.permutation(n[i])
+        for k in range(tau):
+            sel = perm[(k * b[i]) % n[i]:][: b[i]]
+            if len(sel) < b[i]:
+                sel = np.concatenate([sel, perm[: b[i] - len(sel)]])
+            idx[k, i, : b[i]] = sel
+    return idx, b
+
+
+def test_epoch_batches_take_the_permutations_steps():
+    """Every step's rows are those of the step-by-step definition (wrap-around at the end of a permutation, clients
+    with fewer rows than steps, a fixed batch), and the mask marks exactly each client's b_i rows."""
+    n = np.array([7, 12, 3, 25, 1])
+    xs = [np.arange(k, dtype=np.float32)[:, None] * np.ones((1, 2), np.float32) for k in n]
+    data = ClientData(xs)
+    for tau, batch in [(4, None), (5, None), (3, 4), (10, 30)]:
+        want, b = _batches_by_steps(n, tau, np.random.default_rng(tau), batch)
+        got = list(data.epoch_batches(tau, np.random.default_rng(tau), batch))
+        assert len(got) == tau
+        for k, (xb, mask) in enumerate(got):
+            for i in range(len(n)):
+                assert mask[i].sum() == b[i] and bool(mask[i, : b[i]].all())
+                assert np.array_equal(xb[i, : b[i], 0].numpy(), want[k, i, : b[i]].astype(np.float32))

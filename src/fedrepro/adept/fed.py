@@ -223,14 +223,12 @@ class ClientData:
         bmax = int(b.max())
         idx = np.zeros((tau, self.m, bmax), dtype=np.int64)
         msk = np.zeros((tau, self.m, bmax), dtype=np.float32)
+        steps = np.arange(tau)[:, None]
         for i in range(self.m):               # one permutation per client per epoch (not per step)
             perm = rng.permutation(self.n[i])
-            for k in range(tau):
-                sel = perm[(k * b[i]) % self.n[i]:][: b[i]]
-                if len(sel) < b[i]:
-                    sel = np.concatenate([sel, perm[: b[i] - len(sel)]])
-                idx[k, i, : b[i]] = sel
-                msk[k, i, : b[i]] = 1
+            # step k takes b_i consecutive entries of perm from (k b_i) mod n_i on, wrapping to its start (b_i <= n_i)
+            idx[:, i, : b[i]] = perm[(steps * b[i] % self.n[i] + np.arange(b[i])) % self.n[i]]
+            msk[:, i, : b[i]] = 1
         ar = torch.arange(self.m, device=self.device)[:, None]
         for k in range(tau):
             ii = torch.from_numpy(idx[k]).to(self.device)
