@@ -9,7 +9,7 @@ are indexed with unsigned integers in the entry loops (see fedrepro.kernels.spar
 import numba
 import numpy as np
 
-from fedrepro.kernels.intrinsics import prefetch
+from fedrepro.kernels.intrinsics import add_scaled4, prefetch
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
@@ -151,7 +151,7 @@ def gradient_4(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(4)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3
+            add_scaled4(out, j, a, r0, r1, r2, r3)
 
 
 @_jit
@@ -183,7 +183,7 @@ def gradient_5(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(5)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4
+            add_scaled4(out, j, a, r0, r1, r2, r3); out[j + np.uint64(4)] += a * r4
 
 
 @_jit
@@ -215,7 +215,7 @@ def gradient_6(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(6)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5
+            add_scaled4(out, j, a, r0, r1, r2, r3); out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5
 
 
 @_jit
@@ -247,7 +247,7 @@ def gradient_7(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(7)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6
+            add_scaled4(out, j, a, r0, r1, r2, r3); out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6
 
 
 @_jit
@@ -279,7 +279,7 @@ def gradient_8(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(8)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6; out[j + np.uint64(7)] += a * r7
+            add_scaled4(out, j, a, r0, r1, r2, r3); add_scaled4(out, j + np.uint64(4), a, r4, r5, r6, r7)
 
 
 @_jit
@@ -311,7 +311,7 @@ def gradient_9(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(9)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6; out[j + np.uint64(7)] += a * r7; out[j + np.uint64(8)] += a * r8
+            add_scaled4(out, j, a, r0, r1, r2, r3); add_scaled4(out, j + np.uint64(4), a, r4, r5, r6, r7); out[j + np.uint64(8)] += a * r8
 
 
 @_jit
@@ -343,7 +343,7 @@ def gradient_10(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(10)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6; out[j + np.uint64(7)] += a * r7; out[j + np.uint64(8)] += a * r8; out[j + np.uint64(9)] += a * r9
+            add_scaled4(out, j, a, r0, r1, r2, r3); add_scaled4(out, j + np.uint64(4), a, r4, r5, r6, r7); out[j + np.uint64(8)] += a * r8; out[j + np.uint64(9)] += a * r9
 
 
 @_jit
@@ -375,7 +375,7 @@ def gradient_11(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(11)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6; out[j + np.uint64(7)] += a * r7; out[j + np.uint64(8)] += a * r8; out[j + np.uint64(9)] += a * r9; out[j + np.uint64(10)] += a * r10
+            add_scaled4(out, j, a, r0, r1, r2, r3); add_scaled4(out, j + np.uint64(4), a, r4, r5, r6, r7); out[j + np.uint64(8)] += a * r8; out[j + np.uint64(9)] += a * r9; out[j + np.uint64(10)] += a * r10
 
 
 @_jit
@@ -407,7 +407,7 @@ def gradient_12(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(12)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6; out[j + np.uint64(7)] += a * r7; out[j + np.uint64(8)] += a * r8; out[j + np.uint64(9)] += a * r9; out[j + np.uint64(10)] += a * r10; out[j + np.uint64(11)] += a * r11
+            add_scaled4(out, j, a, r0, r1, r2, r3); add_scaled4(out, j + np.uint64(4), a, r4, r5, r6, r7); add_scaled4(out, j + np.uint64(8), a, r8, r9, r10, r11)
 
 
 @_jit
@@ -439,7 +439,7 @@ def gradient_13(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(13)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6; out[j + np.uint64(7)] += a * r7; out[j + np.uint64(8)] += a * r8; out[j + np.uint64(9)] += a * r9; out[j + np.uint64(10)] += a * r10; out[j + np.uint64(11)] += a * r11; out[j + np.uint64(12)] += a * r12
+            add_scaled4(out, j, a, r0, r1, r2, r3); add_scaled4(out, j + np.uint64(4), a, r4, r5, r6, r7); add_scaled4(out, j + np.uint64(8), a, r8, r9, r10, r11); out[j + np.uint64(12)] += a * r12
 
 
 @_jit
@@ -471,7 +471,7 @@ def gradient_14(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(14)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6; out[j + np.uint64(7)] += a * r7; out[j + np.uint64(8)] += a * r8; out[j + np.uint64(9)] += a * r9; out[j + np.uint64(10)] += a * r10; out[j + np.uint64(11)] += a * r11; out[j + np.uint64(12)] += a * r12; out[j + np.uint64(13)] += a * r13
+            add_scaled4(out, j, a, r0, r1, r2, r3); add_scaled4(out, j + np.uint64(4), a, r4, r5, r6, r7); add_scaled4(out, j + np.uint64(8), a, r8, r9, r10, r11); out[j + np.uint64(12)] += a * r12; out[j + np.uint64(13)] += a * r13
 
 
 @_jit
@@ -503,7 +503,7 @@ def gradient_15(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(15)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6; out[j + np.uint64(7)] += a * r7; out[j + np.uint64(8)] += a * r8; out[j + np.uint64(9)] += a * r9; out[j + np.uint64(10)] += a * r10; out[j + np.uint64(11)] += a * r11; out[j + np.uint64(12)] += a * r12; out[j + np.uint64(13)] += a * r13; out[j + np.uint64(14)] += a * r14
+            add_scaled4(out, j, a, r0, r1, r2, r3); add_scaled4(out, j + np.uint64(4), a, r4, r5, r6, r7); add_scaled4(out, j + np.uint64(8), a, r8, r9, r10, r11); out[j + np.uint64(12)] += a * r12; out[j + np.uint64(13)] += a * r13; out[j + np.uint64(14)] += a * r14
 
 
 @_jit
@@ -535,7 +535,7 @@ def gradient_16(indptr, indices, data, rows, Q, Ghat, out, ahead):
         for jj in range(lo, hi):
             j = np.uint64(indices[jj]) * np.uint64(16)
             a = data[jj]
-            out[j] += a * r0; out[j + np.uint64(1)] += a * r1; out[j + np.uint64(2)] += a * r2; out[j + np.uint64(3)] += a * r3; out[j + np.uint64(4)] += a * r4; out[j + np.uint64(5)] += a * r5; out[j + np.uint64(6)] += a * r6; out[j + np.uint64(7)] += a * r7; out[j + np.uint64(8)] += a * r8; out[j + np.uint64(9)] += a * r9; out[j + np.uint64(10)] += a * r10; out[j + np.uint64(11)] += a * r11; out[j + np.uint64(12)] += a * r12; out[j + np.uint64(13)] += a * r13; out[j + np.uint64(14)] += a * r14; out[j + np.uint64(15)] += a * r15
+            add_scaled4(out, j, a, r0, r1, r2, r3); add_scaled4(out, j + np.uint64(4), a, r4, r5, r6, r7); add_scaled4(out, j + np.uint64(8), a, r8, r9, r10, r11); add_scaled4(out, j + np.uint64(12), a, r12, r13, r14, r15)
 
 
 MATMUL = (None, matmul_1, matmul_2, matmul_3, matmul_4, matmul_5, matmul_6, matmul_7, matmul_8, matmul_9, matmul_10, matmul_11, matmul_12, matmul_13, matmul_14, matmul_15, matmul_16)

@@ -1,5 +1,5 @@
-"""LLVM instructions numba does not expose: a fused multiply-add, a cache prefetch, and the reinterpretation of a
-binary32 value as its 32 bits and back (and of a binary64 value as its 64 bits) (a bitcast: no arithmetic, so no floating-point unit sees the value)."""
+"""LLVM instructions numba does not expose: a fused multiply-add, a cache prefetch, a 4-lane binary64 multiply and
+add into memory, and the reinterpretation of a binary32 value as its 32 bits and back (and of a binary64 value as its 64 bits) (a bitcast: no arithmetic, so no floating-point unit sees the value)."""
 
 from __future__ import annotations
 
@@ -74,3 +74,31 @@ def bits64(typingctx, a):
         return builder.bitcast(args[0], ir.IntType(64))
 
     return nbtypes.int64(a), codegen
+
+
+@intrinsic
+def add_scaled4(typingctx, arr, index, a, r0, r1, r2, r3):
+    """arr[index + k] += a r_k for k = 0..3 as one 4-lane vector operation: each lane the product rounded, then the
+    sum rounded, as the four scalar statements would compute it (no fused multiply-add), so the same bits.
+    arr: a contiguous 1-D binary64 array; index: an integer (the caller keeps index + 3 in bounds)."""
+    f64 = nbtypes.float64
+    if not (isinstance(arr, nbtypes.Array) and arr.ndim == 1 and arr.dtype == f64 and arr.layout == "C"
+            and isinstance(index, nbtypes.Integer) and a == r0 == r1 == r2 == r3 == f64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary_arg, idx, scale, *lanes = args
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, ary_arg)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx], wraparound=False)
+        i32, vty = ir.IntType(32), ir.VectorType(ir.DoubleType(), 4)
+        vptr = builder.bitcast(ptr, vty.as_pointer())
+        r = ir.Constant(vty, ir.Undefined)
+        for k, lane in enumerate(lanes):
+            r = builder.insert_element(r, lane, i32(k))
+        s = builder.insert_element(ir.Constant(vty, ir.Undefined), scale, i32(0))
+        s = builder.shuffle_vector(s, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(i32, 4), [0] * 4))
+        builder.store(builder.fadd(builder.load(vptr, align=8), builder.fmul(s, r)), vptr, align=8)
+        return context.get_dummy_value()
+
+    return nbtypes.void(arr, index, a, r0, r1, r2, r3), codegen
