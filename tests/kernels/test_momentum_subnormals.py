@@ -74,6 +74,31 @@ def test_subnormal_safe_momentum_step_is_torchs_to_the_bit(c, beta, eta, nestero
         assert np.array_equal(V.numpy().view(np.int32), v.view(np.int32))   # each step: a zero's sign is transient
 
 
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 130, 1237])
+@pytest.mark.parametrize("nesterov", [True, False])
+def test_subnormal_safe_pass_with_clustered_subnormals_is_torchs_to_the_bit(n, nesterov):
+    """Subnormal v in some SAFE_BLOCK-entry blocks only, as a node's never-lit pixels put them: the pass takes the
+    plain formulas on the blocks between them, and every entry is updated exactly once either way (block edges, a
+    partial last block, runs of clean blocks); entries that decay into the subnormals move their block over."""
+    from fedrepro.kernels.momentum import SAFE_BLOCK, momentum_step
+
+    x, v, g = _state(11 + n, n)
+    rng = np.random.default_rng(n)
+    block = np.arange(n) // SAFE_BLOCK
+    dirty = rng.random(block[-1] + 1) < 0.4
+    dirty[rng.integers(0, len(dirty))] = True
+    sub = (np.abs(v) < TINY) & (v != 0)
+    v = np.where(sub & ~dirty[block], (rng.standard_normal(n) * 1e-2).astype(np.float32), v)
+    X, V, G = (torch.from_numpy(a.copy()) for a in (x, v, g))
+    f = np.float32
+    c, beta, eta = 0.9 * 1.0137, 0.9, 0.0123
+    for _ in range(12):
+        _torch_momentum(X, V, G, f(c).item(), f(beta).item(), f(eta).item(), 0.0, nesterov)
+        momentum_step(x, v, g, f(c), f(beta), f(-eta), f(0), nesterov, True)
+        assert np.array_equal(X.numpy().view(np.int32), x.view(np.int32))
+        assert np.array_equal(V.numpy().view(np.int32), v.view(np.int32))
+
+
 @pytest.mark.parametrize("nesterov", [True, False])
 def test_subnormal_safe_outer_momentum_step_is_blas_then_torch_to_the_bit(nesterov):
     """Zero pixels in a make zero gradient entries: with subnormal momentum there, they decay in the integer path."""

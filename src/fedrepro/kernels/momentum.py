@@ -105,30 +105,88 @@ def _decay(b, c):
 
 
 @_jit
-def _safe_pass(x, v, g, left, c, beta, neg_eta, nesterov):
-    """The binary32 pass without weight decay (module docstring); nesterov a literal. left[e] = 1 where entry e is
-    left unchanged for the plain formulas. Returns whether any entry is left."""
+def _safe_entry(vbits, xbits, g, left, e, c, beta, neg_eta, scalars_ok, nesterov):
+    """Entry e of the binary32 pass without weight decay (module docstring); returns whether it is left unchanged
+    for the plain formulas (then left[e] = 1)."""
+    vb, xb, gi = vbits[e], xbits[e], g[e]
+    sub = _subnormal(vb)
+    vi = float32_from_bits(np.int32(0) if sub else vb)
+    xi = float32_from_bits(xb)
+    vn = vi * c + gi
+    xn = fma(fma(vn, beta, gi), neg_eta, xi) if nesterov else fma(vn, neg_eta, xi)
+    gb = bits32(gi)
+    ga = gb & _ABS
+    db = _decay(vb, c)
+    decayed = (db & gb & _SIGN) if (db & _ABS) == np.int32(0) else db     # + g = ±0: IEEE's sign of a zero sum
+    keep = sub & ((not scalars_ok) | ((ga == np.int32(0)) & ((xb & _ABS) < _BITS_2_POW_M100))
+                  | ((ga != np.int32(0)) & (ga < _BITS_2_POW_M100)))
+    vbits[e] = vb if keep else ((decayed if ga == np.int32(0) else bits32(vn)) if sub else bits32(vn))
+    xbits[e] = xb if keep else bits32(xn)
+    left[e] = keep
+    return keep
+
+
+@_jit
+def _safe_range(x, v, g, left, lo, hi, c, beta, neg_eta, nesterov):
+    """_safe_entry on the entries lo..hi-1 (unsigned: no wrap-around test per index, so the loop vectorizes); one
+    loop per value of nesterov (a branch inside would keep it scalar). Returns whether any entry is left."""
     scalars_ok = 0 < c < 1 and abs(neg_eta) < 2 and (not nesterov or abs(beta) <= 1)
     vbits, xbits = v.view(np.int32), x.view(np.int32)
     any_left = False
-    for e in range(x.shape[0]):
-        vb, xb, gi = vbits[e], xbits[e], g[e]
-        sub = _subnormal(vb)
-        vi = float32_from_bits(np.int32(0) if sub else vb)
-        xi = float32_from_bits(xb)
-        vn = vi * c + gi
-        xn = fma(fma(vn, beta, gi), neg_eta, xi) if nesterov else fma(vn, neg_eta, xi)
-        gb = bits32(gi)
-        ga = gb & _ABS
-        db = _decay(vb, c)
-        decayed = (db & gb & _SIGN) if (db & _ABS) == np.int32(0) else db     # + g = ±0: IEEE's sign of a zero sum
-        keep = sub & ((not scalars_ok) | ((ga == np.int32(0)) & ((xb & _ABS) < _BITS_2_POW_M100))
-                      | ((ga != np.int32(0)) & (ga < _BITS_2_POW_M100)))
-        vbits[e] = vb if keep else ((decayed if ga == np.int32(0) else bits32(vn)) if sub else bits32(vn))
-        xbits[e] = xb if keep else bits32(xn)
-        left[e] = keep
-        any_left |= keep
+    if nesterov:
+        for e in range(lo, hi):
+            any_left |= _safe_entry(vbits, xbits, g, left, e, c, beta, neg_eta, scalars_ok, True)
+    else:
+        for e in range(lo, hi):
+            any_left |= _safe_entry(vbits, xbits, g, left, e, c, beta, neg_eta, scalars_ok, False)
     return any_left
+
+
+@_jit
+def _plain_range(x, v, g, lo, hi, c, beta, neg_eta, nesterov):
+    """The plain formulas without weight decay on the entries lo..hi-1 (unsigned, as _safe_range)."""
+    if nesterov:
+        for e in range(lo, hi):
+            _momentum_entry(x, v, e, g[e], c, beta, neg_eta, np.float32(0), True)
+    else:
+        for e in range(lo, hi):
+            _momentum_entry(x, v, e, g[e], c, beta, neg_eta, np.float32(0), False)
+
+
+@_jit
+def _subnormal_in(vbits, lo, hi):
+    found = False
+    for e in range(lo, hi):
+        found |= _subnormal(vbits[e])
+    return found
+
+
+SAFE_BLOCK = 64                  # entries per block that _safe_pass checks for a subnormal v
+
+
+@_jit
+def _safe_pass(x, v, g, left, c, beta, neg_eta, nesterov):
+    """The binary32 pass without weight decay (module docstring) on the SAFE_BLOCK-entry blocks of v that hold a
+    subnormal, the plain formulas on the runs of blocks between them: the same bits, since the two differ only at a
+    subnormal v. Subnormals cluster (the pixels no sample of a node lights), so most blocks take the plain formulas:
+    on the 60-node MNIST benchmark late in a run (3-4 % of v subnormal), 22-30 % of the blocks hold one, and the pass
+    over a node's row took 3.3 against 5.1 µs for the safe pass on every entry (1.3 µs with no subnormal at all).
+    Entries the safe pass leaves are finished here by the plain formulas."""
+    n = np.uint64(x.shape[0])
+    block = np.uint64(SAFE_BLOCK)
+    vbits = v.view(np.int32)
+    plain_from = np.uint64(0)                 # the first entry of the run of plain blocks not yet updated
+    for s in range(np.uint64(0), n, block):
+        t = min(s + block, n)
+        if not _subnormal_in(vbits, s, t):
+            continue
+        if plain_from < s:
+            _plain_range(x, v, g, plain_from, s, c, beta, neg_eta, nesterov)
+        if _safe_range(x, v, g, left, s, t, c, beta, neg_eta, nesterov):
+            _finish_left(x[s:t], v[s:t], g[s:t], left[s:t], c, beta, neg_eta, nesterov)
+        plain_from = t
+    if plain_from < n:
+        _plain_range(x, v, g, plain_from, n, c, beta, neg_eta, nesterov)
 
 
 # Subnormal residuals (binary32). As a run goes on, the softmax residual z of a class a node's batch is confidently
@@ -251,7 +309,7 @@ def _scaled_column_for(row, ai, zi, k, b, amax):
 
 @_jit
 def _finish_left(x, v, g, left, c, beta, neg_eta, nesterov):
-    """The plain formulas on the entries _safe_pass left; eight flags at a time (they are rare)."""
+    """The plain formulas on the entries _safe_range left; eight flags at a time (they are rare)."""
     n = x.shape[0]
     words = left[: n - n % 8].view(np.uint64)
     for w in range(words.shape[0] + 1):
@@ -273,11 +331,8 @@ def _row_pass_for(x, v, g, b, divide, left, c, beta, neg_eta, wd, nesterov, subn
     def binary32(x, v, g, b, divide, left, c, beta, neg_eta, wd, nesterov, subnormal_safe):
         if not subnormal_safe or wd != 0 or divide:     # (the safe pass takes g divided already)
             _plain(x, v, g, b, divide, c, beta, neg_eta, wd, nesterov)
-        elif nesterov:           # a literal flag each: the loop is compiled without the branch (else it stays scalar)
-            if _safe_pass(x, v, g, left, c, beta, neg_eta, True):
-                _finish_left(x, v, g, left, c, beta, neg_eta, True)
-        elif _safe_pass(x, v, g, left, c, beta, neg_eta, False):
-            _finish_left(x, v, g, left, c, beta, neg_eta, False)
+        else:
+            _safe_pass(x, v, g, left, c, beta, neg_eta, nesterov)
 
     def other(x, v, g, b, divide, left, c, beta, neg_eta, wd, nesterov, subnormal_safe):
         _plain(x, v, g, b, divide, c, beta, neg_eta, wd, nesterov)   # binary64 subnormals (< 2^-1022): the hardware's
