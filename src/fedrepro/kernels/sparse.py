@@ -54,7 +54,7 @@ def csr_batch_gradient_into(indptr, indices, data, rows, Q, Ghat, out) -> None:
         _csr_batch_gradient_loop(indptr, indices, data, rows, Q, Ghat, out, PREFETCH_ROWS)
         return
     contiguous = out.flags.c_contiguous
-    flat = out.reshape(-1) if contiguous else np.empty(out.size)
+    flat = out.reshape(-1) if contiguous else np.empty(out.size, dtype=out.dtype)
     _csr_unrolled.GRADIENT[K](indptr, indices, data, rows, np.ascontiguousarray(Q).reshape(-1), Ghat, flat,
                               PREFETCH_ROWS)
     if not contiguous:
