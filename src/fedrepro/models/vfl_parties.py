@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fedrepro.models.pooling import max_pool2d
+from fedrepro.models.resnet_layouts import resnet_forward, with_tiny_image_norms
 from fedrepro.models.small_output_conv import with_small_output_convs
 
 
@@ -147,7 +148,8 @@ class StackedResNet18(nn.Module):
 
     The parties run in a Python loop over M ordinary modules: on the CPU this is faster than one vmapped grouped
     convolution (whose backward dominated a local iteration), and each party's BatchNorm keeps running statistics
-    in training and uses them in eval mode (A-6), as ``model.eval()`` does for a single network.
+    in training and uses them in eval mode (A-6), as ``model.eval()`` does for a single network. On the CPU each
+    stage runs in the memory layout its convolutions are fastest in (``fedrepro.models.resnet_layouts``).
     ``eval_chunk``: samples per evaluation forward pass (smaller chunks are faster for these convolutions on
     the CPU, and with running statistics the chunking no longer changes the result).
     """
@@ -170,12 +172,14 @@ class StackedResNet18(nn.Module):
             return net
 
         # stage 4's outputs are 2x2 on 16x16 quadrants, where oneDNN's weight gradient is slow: tap by tap there
-        # (fedrepro.models.small_output_conv; forward and input gradients unchanged, weight gradients to rounding)
-        self.nets = nn.ModuleList(with_small_output_convs(one()) for _ in range(M))
+        # (fedrepro.models.small_output_conv; forward and input gradients unchanged, weight gradients to rounding),
+        # and BatchNorm on a channels-last copy (fedrepro.models.resnet_layouts; to rounding)
+        self.nets = nn.ModuleList(with_tiny_image_norms(with_small_output_convs(one())) for _ in range(M))
         self.P = P
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.stack([net(xm) for net, xm in zip(self.nets, x)])
+        # each stage in the memory layout its convolutions run fastest in on the CPU (resnet_layouts)
+        return torch.stack([resnet_forward(net, xm) for net, xm in zip(self.nets, x)])
 
     def last_bias(self) -> torch.Tensor:
         return torch.stack([net.fc.bias for net in self.nets])

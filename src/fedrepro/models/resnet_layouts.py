@@ -1,0 +1,64 @@
+"""torchvision ResNet forward passes with each stage in the memory layout that oneDNN runs fastest on the CPU.
+
+On C-VFL's 16x16 CIFAR quadrants the ResNet-18 stages see 16x16, 8x8, 4x4 and 2x2 images. Measured on the
+2-core machine (one thread, batch 100; forward + backward of one 3x3 convolution, channels-last / channels-first):
+0.65 at 16x16 (64 channels), 0.85 at 8x8, 1.27 at 4x4 and 2.05 at 2x2; on the ImageNet stem's 112x112 quadrants
+(batch 32): 0.60 at 56x56, 0.82 at 28x28, 0.93 at 14x14, 1.04 at 7x7, 1.53 at 4x4. So ``resnet_forward`` runs the
+stem and every stage whose output is at least ``CHANNELS_LAST_MIN_SIDE`` pixels a side channels-last and the
+rest channels-first (one layout copy where they meet).
+
+BatchNorm on the last stage's 2x2 images is the opposite case: ATen's channels-first kernels loop over 4-pixel
+rows (backward 1.2 ms against 0.09 ms channels-last for 100 x 512 x 2 x 2, two threads), so ``TinyImageBatchNorm2d``
+normalizes a channels-last copy there (``with_tiny_image_norms``).
+
+Only speed and float rounding change: a layout changes the order of the sums inside a convolution and inside
+BatchNorm's statistics, not what is computed (tests/models/test_resnet_layouts.py: outputs and gradients against
+the plain modules to float tolerance; one module gives the same bits with and without autograd, which C-VFL's
+round-start reuse of the first local forward needs). The layouts apply on the CPU only: on a GPU nothing changes.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+CHANNELS_LAST_MIN_SIDE = 8     # stages with outputs at least this wide run channels-last (measured, above)
+TINY_IMAGE_PIXELS = 4          # BatchNorm on images of at most this many pixels runs channels-last
+
+
+def _stage_stride(stage: nn.Module) -> int:
+    first = stage[0]
+    return first.conv1.stride[0] if hasattr(first, "conv1") else 1
+
+
+def resnet_forward(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``torchvision.models.ResNet.forward`` with stages in their faster layout on the CPU (module docstring)."""
+    if x.device.type != "cpu":
+        return net(x)
+    x = x.contiguous(memory_format=torch.channels_last)
+    x = net.maxpool(net.relu(net.bn1(net.conv1(x))))
+    for stage in (net.layer1, net.layer2, net.layer3, net.layer4):
+        side = -(-min(x.shape[2:]) // _stage_stride(stage))          # the stage's output side (padding 1)
+        if side < CHANNELS_LAST_MIN_SIDE:
+            x = x.contiguous()
+        x = stage(x)
+    return net.fc(torch.flatten(net.avgpool(x), 1))
+
+
+class TinyImageBatchNorm2d(nn.BatchNorm2d):
+    """``nn.BatchNorm2d`` that normalizes a channels-last copy of CPU inputs of at most TINY_IMAGE_PIXELS pixels
+    and returns a contiguous result (same statistics, same running-statistics update, to float rounding)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 4 and x.device.type == "cpu" and x.shape[2] * x.shape[3] <= TINY_IMAGE_PIXELS:
+            return super().forward(x.contiguous(memory_format=torch.channels_last)).contiguous()
+        return super().forward(x)
+
+
+def with_tiny_image_norms(module: nn.Module) -> nn.Module:
+    """Make every plain ``nn.BatchNorm2d`` inside ``module`` a TinyImageBatchNorm2d, in place (the class only:
+    parameters and buffers are untouched)."""
+    for m in module.modules():
+        if type(m) is nn.BatchNorm2d:
+            m.__class__ = TinyImageBatchNorm2d
+    return module
