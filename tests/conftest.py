@@ -33,6 +33,19 @@ def snakemake(*args: str, cwd: Path, check: bool = True, timeout: int = 1800) ->
     return proc
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module's tests (``pytestmark = pytest.mark.usefixtures("one_torch_thread")``):
+    ResNet-18s and tiny tensors on a shared 2-core machine, where a second thread spinning on a busy core is many
+    times slower."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -46,13 +46,7 @@ def folder(tmp_path_factory):
     return str(out / "imagenet100.npz")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one thread is much faster than two on a loaded machine (and exact either way)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.mark.parametrize("comp,b", [("none", 32), ("vector", 2), ("topk", 3)])

@@ -30,13 +30,7 @@ def _vmap_module():
     return mod
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """ResNet-18 on a shared 2-core machine: a second torch thread spinning on a busy core is 10x slower."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -17,13 +17,7 @@ from fedrepro.models.resnet_layouts import (
 )
 from fedrepro.models.small_output_conv import with_small_output_convs
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _resnet(stem: str) -> nn.Module:
