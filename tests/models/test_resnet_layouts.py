@@ -20,9 +20,9 @@ from fedrepro.models.small_output_conv import with_small_output_convs
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def _resnet(stem: str) -> nn.Module:
+def _resnet(stem: str, depth: int = 18) -> nn.Module:
     torch.manual_seed(0)
-    net = torchvision.models.resnet18(num_classes=6)
+    net = getattr(torchvision.models, f"resnet{depth}")(num_classes=6)
     if stem == "cifar":
         net.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
         net.maxpool = nn.Identity()
@@ -44,8 +44,9 @@ def _layout(t: torch.Tensor) -> str:
     ("cifar", 64, {"conv1": "channels-last", "layer1": "channels-last", "layer2": "channels-last",
                    "layer3": "channels-last", "layer4": "channels-last"}),
 ])
-def test_each_stage_runs_in_the_layout_of_its_output_size(stem, side, expected):
-    net = _resnet(stem)
+@pytest.mark.parametrize("depth", [18, 50])     # basic blocks, and bottlenecks (stride on their second conv)
+def test_each_stage_runs_in_the_layout_of_its_output_size(stem, side, expected, depth):
+    net = _resnet(stem, depth)
     seen = {}
     for name in expected:
         getattr(net, name).register_forward_pre_hook(lambda m, args, name=name: seen.update({name: _layout(args[0])}))

@@ -12,9 +12,9 @@ rows (backward 1.2 ms against 0.09 ms channels-last for 100 x 512 x 2 x 2, two t
 normalizes a channels-last copy there (``with_tiny_image_norms``).
 
 Only speed and float rounding change: a layout changes the order of the sums inside a convolution and inside
-BatchNorm's statistics, not what is computed (tests/models/test_resnet_layouts.py: outputs and gradients against
-the plain modules to float tolerance; one module gives the same bits with and without autograd, which C-VFL's
-round-start reuse of the first local forward needs). The layouts apply on the CPU only: on a GPU nothing changes.
+BatchNorm's statistics, not what is computed (tests/models/test_resnet_layouts.py: outputs, gradients and running
+statistics within float32 rounding of torchvision's own forward in float64; a forward gives the same bits with and
+without autograd, which C-VFL's round-start reuse of the first local forward needs). The layouts apply on the CPU only: on a GPU nothing changes.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ TINY_IMAGE_PIXELS = 4          # BatchNorm on images of at most this many pixels
 
 
 def _stage_stride(stage: nn.Module) -> int:
-    first = stage[0]
-    return first.conv1.stride[0] if hasattr(first, "conv1") else 1
+    """A torchvision ResNet stage's stride: its first block's shortcut convolution's (basic and bottleneck blocks
+    alike; a stage without one keeps the image size)."""
+    shortcut = stage[0].downsample
+    return shortcut[0].stride[0] if shortcut is not None else 1
 
 
 def resnet_forward(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -46,11 +48,13 @@ def resnet_forward(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 class TinyImageBatchNorm2d(nn.BatchNorm2d):
-    """``nn.BatchNorm2d`` that normalizes a channels-last copy of CPU inputs of at most TINY_IMAGE_PIXELS pixels
-    and returns a contiguous result (same statistics, same running-statistics update, to float rounding)."""
+    """``nn.BatchNorm2d`` that normalizes a channels-last copy of channels-first CPU inputs of at most
+    TINY_IMAGE_PIXELS pixels and returns a channels-first result (the same statistics and running-statistics
+    update, to float rounding)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() == 4 and x.device.type == "cpu" and x.shape[2] * x.shape[3] <= TINY_IMAGE_PIXELS:
+        if x.dim() == 4 and x.device.type == "cpu" and x.shape[2] * x.shape[3] <= TINY_IMAGE_PIXELS \
+                and x.is_contiguous():
             return super().forward(x.contiguous(memory_format=torch.channels_last)).contiguous()
         return super().forward(x)
 
