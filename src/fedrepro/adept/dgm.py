@@ -148,6 +148,9 @@ def run_table3(p: dict, split, featnet_path: str, rng_for, log=print, device: st
     return rows, facts
 
 
+EVAL_CHUNK = 1000     # feature-net test images per forward pass (memory: about 0.3 GB of activations)
+
+
 def train_featnet(split, p: dict, seed: int):
     """The proxy FID/KID feature network: a LeNet-style MNIST classifier (spec 4.3); returns (net, test accuracy)."""
     from fedrepro.models.adept_nets import FeatureNet
@@ -165,9 +168,10 @@ def train_featnet(split, p: dict, seed: int):
             torch.nn.functional.cross_entropy(net(x[idx]), y[idx]).backward()
             opt.step()
     net.eval()
-    with torch.no_grad():
+    with torch.no_grad():     # in chunks: all 10,000 test images at once held 3.5 GB of activations
         xt = torch.from_numpy(split.x_test).float()
-        acc = float((net(xt).argmax(1).numpy() == split.y_test).mean())
+        pred = torch.cat([net(chunk).argmax(1) for chunk in xt.split(EVAL_CHUNK)])
+        acc = float((pred.numpy() == split.y_test).mean())
     return copy.deepcopy(net), acc
 
 
