@@ -159,3 +159,17 @@ def test_a_dry_run_orders_data_first_then_the_longest_run_chains(workdir):
     featnet = priorities["results/smoke/adept/runs/featnet/mnist.csv"]
     table3 = priorities["results/smoke/adept/runs/table3/as-stated.csv"]
     assert data and min(data) > featnet > table3 > 0, priorities
+
+
+def test_declared_memory_covers_every_committed_smoke_and_quick_peak(repo, registry):
+    """A run's `mem_mb` is what a cluster (SLURM's --mem) lets it use: below its measured peak it is killed. The
+    committed measurements (config/calibration.csv, the runs' own sidecars) are the peaks to cover."""
+    short = []
+    for m in plan.read_calibration(repo):
+        if m.scale not in ("smoke", "quick") or m.peak_rss_mb is None:
+            continue
+        declared = plan.run_resource(registry, m.paper, m.experiment, m.configuration, m.scale, "mem_mb", 4000)
+        if declared < m.peak_rss_mb:
+            short.append(f"{m.paper}/{m.experiment}/{m.configuration} at {m.scale}: mem_mb {declared} < peak "
+                         f"{m.peak_rss_mb:.0f} MB")
+    assert not short, "; ".join(short)
