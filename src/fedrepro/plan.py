@@ -484,6 +484,7 @@ def rule_resources(registry, measurements, paper, experiment, configuration, sca
 
 
 PLANNED_RESOURCES = ("runtime", "mem_mb")
+DEFAULT_MEM_MB = 4000    # the run rule's mem_mb where the registry gives none (workflow/rules/run.smk)
 PLANNED_SCALES = ("paper",)
 
 
@@ -501,6 +502,20 @@ def run_resource(registry, paper: str, experiment: str, configuration: str, scal
         if planned is not None:
             return max(planned, declared) if declared is not None else planned
     return declared if declared is not None else default
+
+
+def memory_shortfalls(registry, measurements: list[Measurement], scales=("smoke", "quick")) -> list[str]:
+    """The measured runs at `scales` whose peak exceeds the `mem_mb` their run rule declares (a cluster's --mem:
+    such a job is killed there), one line each; paper scale asks the plan instead (above)."""
+    short = []
+    for m in measurements:
+        if m.scale not in scales or m.peak_rss_mb is None:
+            continue
+        declared = run_resource(registry, m.paper, m.experiment, m.configuration, m.scale, "mem_mb", DEFAULT_MEM_MB)
+        if declared < m.peak_rss_mb:
+            short.append(f"{m.paper}/{m.experiment}/{m.configuration} at {m.scale}: mem_mb {declared} < its peak "
+                         f"{m.peak_rss_mb:.0f} MB ({m.source})")
+    return short
 
 
 @lru_cache(maxsize=4)

@@ -7,6 +7,7 @@ from fedrepro.codedeps import closure_relpaths, code_version
 from fedrepro.config import ConfigError, resolve_config
 from fedrepro.data.registry import load_registry
 from fedrepro.leaderboard.spec import Board, registered_compressors
+from fedrepro.plan import DEFAULT_MEM_MB
 from fedrepro.plugins import PluginError, import_plugins
 from fedrepro.registry import Registry
 from fedrepro.scorecard.expressions import validate_claim_expressions

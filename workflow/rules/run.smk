@@ -19,7 +19,7 @@ rule run:
         "../../environment.yml"
     threads: lambda wc: run_spec(wc)["threads"]
     resources:
-        mem_mb=run_resource("mem_mb", 4000),
+        mem_mb=run_resource("mem_mb", DEFAULT_MEM_MB),
         runtime=run_resource("runtime", 120),  # minutes (a cluster's time limit); registry `resources.runtime`
         gpu=run_resource("gpu", 0),
         machine=lambda wc: MACHINE_SLOTS if run_spec(wc)["alone"] else 1,
