@@ -215,8 +215,10 @@ def featnet(ctx):
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)
     net, acc = train_featnet(split, ctx.params, ctx.seed)
     weights = ctx.side_file(".pt")
-    with atomic_path(weights) as tmp:
-        torch.save(net.state_dict(), tmp)
+    # saved through a file object: torch names the archive's inner folder after the path it is given, here a
+    # random temporary name, so equal weights gave different bytes in every build
+    with atomic_path(weights) as tmp, open(tmp, "wb") as f:
+        torch.save(net.state_dict(), f)
     ctx.log.info("feature net: test accuracy %.4f", acc)
     rows = pd.DataFrame([dict(seed=ctx.seed, step=int(ctx.params["epochs"]), metric="test_accuracy", value=acc)])
     return RunResult(rows, side_files=[weights], extra={"test_accuracy": acc, "data_status": split.status})
