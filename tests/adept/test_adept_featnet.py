@@ -26,6 +26,7 @@ def test_the_weight_file_has_the_same_bytes_in_every_build(tmp_path):
     """Two runs of the feature net on the same data write byte-identical `.pt` files (torch names the archive's
     inner folder after the path it saves to; the runner saves through a file object, not its temporary path)."""
     import logging
+    from pathlib import Path
 
     from fedrepro.models.adept_nets import FeatureNet
     from fedrepro.pipeline import RunContext
@@ -43,6 +44,6 @@ def test_the_weight_file_has_the_same_bytes_in_every_build(tmp_path):
                          output=str(tmp_path / build / "mnist.csv"), log=logging.getLogger("test"))
         result = dgm.featnet(ctx)
         files.append(result.side_files[0])
-    first, second = (open(f, "rb").read() for f in files)
+    first, second = (Path(f).read_bytes() for f in files)
     assert first == second
     assert set(torch.load(files[0])) == set(FeatureNet().state_dict())      # the weights, loadable as before
