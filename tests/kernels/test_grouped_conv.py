@@ -92,3 +92,25 @@ def test_a_tap_in_the_padding_is_skipped_not_added_as_a_zero_product():
     _, dx, _ = _ours(x, w, dy, 1)
     # pixel (5, 5) meets the tap (0, 0) only through output (6, 6), which lies in the padding
     assert torch.isfinite(dx[0, 0, 5, 5])
+
+
+def test_pad_into_is_f_pad():
+    from fedrepro.kernels import grouped_conv
+
+    x = torch.randn(2, 3, 5, 7)
+    for pad in (0, 1, 3):
+        xp = np.full((2, 3, 5 + 2 * pad, 7 + 2 * pad), np.nan, np.float32)
+        grouped_conv.pad_into(x.numpy(), pad, xp)
+        assert torch.equal(torch.from_numpy(xp), F.pad(x, (pad,) * 4))
+
+
+@pytest.mark.skipif(not ONEDNN_AVX2, reason="ATen does not run oneDNN's AVX2 kernels here: other summation orders")
+def test_a_tap_on_the_padding_in_the_forward_is_a_product_with_zero_as_in_im2col():
+    """The forward's padding taps are fused multiply-adds of zeros, as oneDNN's im2col zeros make them: with an
+    infinite weight the border outputs are NaN in both."""
+    x, w, dy = _case(2, 2, 3, 8, 3, 1)
+    w[1, 2, 0, 2] = float("inf")
+    y, _, _ = _ours(x, w, dy, 1)
+    ref = F.conv2d(x, w, padding=1, groups=2)
+    assert y.isnan().any()
+    torch.testing.assert_close(y, ref, rtol=0, atol=0, equal_nan=True)

@@ -31,6 +31,29 @@ _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
 
 @_jit
+def pad_into(x, pad, xp):
+    """xp = x with `pad` zeros on every side of each image (what F.pad does, in one pass): x (B, N, H, W),
+    xp (B, N, H + 2 pad, W + 2 pad), overwritten. The loops read the padded copy: every index is then in range, so
+    their inner loops vectorise, and the padding's taps are products with zeros, as in oneDNN's im2col."""
+    B, N, H, W = x.shape
+    zero = np.float32(0.0)
+    for b in range(B):
+        for c in range(N):
+            out = xp[b, c]
+            for i in range(pad):
+                out[i, :] = zero
+                out[pad + H + i, :] = zero
+            for ih in range(H):
+                row = out[pad + ih]
+                src = x[b, c, ih]
+                for i in range(pad):
+                    row[i] = zero
+                    row[pad + W + i] = zero
+                for iw in range(W):
+                    row[pad + iw] = src[iw]
+
+
+@_jit
 def forward(xp, w, out):
     """out[b, g] = the group's convolution; xp: (B, G·C, H + K - 1, W + K - 1), the input zero-padded;
     w: (G, C, K, K); out: (B, G, H, W), overwritten."""

@@ -31,27 +31,28 @@ class _GroupedOneOutput(torch.autograd.Function):
         B, _, H, W = x.shape
         G, C, K, _ = w.shape
         out = x.new_empty(B, G, H + 2 * pad - K + 1, W + 2 * pad - K + 1)
-        xp = F.pad(x, (pad, pad, pad, pad)).contiguous()
+        xp = x.new_empty(B, x.shape[1], H + 2 * pad, W + 2 * pad)
+        kernels.pad_into(x.detach().contiguous().numpy(), pad, xp.numpy())
         kernels.forward(xp.numpy(), w.detach().contiguous().numpy(), out.numpy())
-        return out
+        return out, xp
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         x, w, pad, kernels = inputs
-        ctx.save_for_backward(x, w)
-        ctx.pad, ctx.kernels = pad, kernels
+        ctx.save_for_backward(output[1], w)     # the padded input, for the weight gradient
+        ctx.mark_non_differentiable(output[1])
+        ctx.pad, ctx.kernels, ctx.x_shape = pad, kernels, x.shape
 
     @staticmethod
-    def backward(ctx, gy):
-        x, w = ctx.saved_tensors
+    def backward(ctx, gy, _):
+        xp, w = ctx.saved_tensors
         gy = gy.contiguous()
         gx = gw = None
         if ctx.needs_input_grad[0]:
-            gx = x.new_empty(x.shape)
+            gx = gy.new_empty(ctx.x_shape)
             ctx.kernels.input_grad(gy.numpy(), w.detach().contiguous().numpy(), ctx.pad, gx.numpy())
         if ctx.needs_input_grad[1]:
             gw = w.new_empty(w.shape)
-            xp = F.pad(x.detach(), (ctx.pad,) * 4).contiguous()
             ctx.kernels.weight_grad(xp.numpy(), gy.numpy(), gw.numpy())
         return gx, gw, None, None
 
@@ -96,7 +97,7 @@ class _OneOutputConv(torch.autograd.Function):
         x_ = x.movedim(x_dim, 1)
         x_ = x_.reshape(x_.shape[0], -1, *x_.shape[3:])                    # (B, m C, H, W)
         w_ = w.movedim(w_dim, 0).flatten(0, 1)                              # (m, C, K, K): one output channel each
-        out = _GroupedOneOutput.apply(x_, w_, pad, kernels).unsqueeze(2)   # (B, m, 1, H', W')
+        out = _GroupedOneOutput.apply(x_, w_, pad, kernels)[0].unsqueeze(2)   # (B, m, 1, H', W')
         if b is None:
             return out, 1
         return torch.add(out.movedim(1, 0), b.movedim(b_dim, 0).reshape(m, 1, -1, 1, 1)), 0
