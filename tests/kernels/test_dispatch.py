@@ -156,3 +156,21 @@ def test_runs_depend_on_the_kernel_modules_they_load_lazily():
     for runner in ("fedrepro.gcca.experiments", "fedrepro.decentral.experiments"):
         deps = closure_relpaths(SRC.parent, modules=(runner,))
         assert {f"src/fedrepro/kernels/{m}.py" for m in ("sparse", "_csr_unrolled", "dense", "intrinsics")} <= set(deps)
+
+
+def test_every_module_that_asks_for_a_kernel_depends_on_it():
+    """Each `compiled("<name>", ...)` call site in the library (a new one included) has fedrepro/kernels/<name>.py
+    in its module's import closure, so editing a kernel reruns the jobs that use it."""
+    import re
+
+    from fedrepro.codedeps import closure_relpaths
+
+    sites = {}
+    for path in (SRC / "fedrepro").rglob("*.py"):
+        for name in re.findall(r"""compiled\(\s*["'](\w+)["']""", path.read_text()):
+            module = ".".join(path.relative_to(SRC).with_suffix("").parts)
+            sites.setdefault(module, set()).add(name)
+    assert "fedrepro.models.client_conv" in sites and len(sites) >= 5
+    for module, names in sites.items():
+        deps = set(closure_relpaths(SRC.parent, modules=(module,)))
+        assert {f"src/fedrepro/kernels/{n}.py" for n in names} <= deps, module

@@ -15,11 +15,16 @@ kernels switched off with FEDREPRO_KERNELS=0, a call too small to pay for numba)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from fedrepro.kernels import compiled
+
+if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
+    from fedrepro.kernels import grouped_conv  # noqa: F401
 
 
 class _GroupedOneOutput(torch.autograd.Function):
