@@ -20,7 +20,8 @@ SHAPES = [(10, 12, 8, 28, 5, 2),      # BasicUNet's last layer at quick scale
           (3, 4, 3, 9, 3, 1),         # 81 pixels: the transposed kernel's remainders (16 + ... + 1)
           (2, 3, 4, 7, 5, 2),
           (4, 2, 2, 11, 3, 0),        # no padding: a smaller output
-          (2, 5, 16, 14, 5, 2)]
+          (2, 5, 16, 14, 5, 2),
+          (3, 2, 32, 28, 5, 2)]      # the paper's last layer (32 -> 1): 800-entry chains
 # oneDNN runs these another way (one group: its direct convolution; one input channel: depthwise), so
 # fedrepro.models.client_conv leaves them to it; the loops still compute the convolution
 OTHER_SHAPES = [(1, 5, 16, 14, 5, 2), (3, 4, 1, 9, 3, 1)]
