@@ -59,7 +59,10 @@ def test_one_round_matches_the_vmapped_parties_in_training_mode(pair):
     a, b = CvflTrainer(cfg, old, 8, 4, seed=3), CvflTrainer(cfg, new, 8, 4, seed=3)
     la = [a.round_alg1(x, y, cfg.lr) for _ in range(2)]
     lb = [b.round_alg1(x, y, cfg.lr) for _ in range(2)]
-    np.testing.assert_allclose(la, lb, rtol=1e-4)
+    # two implementations of the same arithmetic (grouped convolutions against one per party) round differently, and
+    # BatchNorm over 6 images magnifies it: the second round's loss differs by 1.1e-4 relative on an AVX2 machine,
+    # less with AVX-512; a wrong update (a missed step, eval-mode BatchNorm) moves it by far more than 1e-3
+    np.testing.assert_allclose(la, lb, rtol=1e-3)
     assert torch.allclose(a.W, b.W, atol=1e-5) and torch.allclose(a.bias, b.bias, atol=1e-5)
     fc = torch.stack([net.fc.weight for net in new.nets])
     assert torch.allclose(old.params["fc__weight"], fc, atol=1e-5)

@@ -8,11 +8,12 @@ import torch
 from torch.nn import functional as F
 
 from fedrepro import kernels
+from fedrepro.models.client_conv import onednn_runs_avx2
 
 pytestmark = pytest.mark.skipif(not kernels.available(), reason="numba not installed: the kernels are not used")
 
-# oneDNN picks its kernels by instruction set; the loops follow the AVX2 ones (the project's machines)
-ONEDNN_AVX2 = torch.backends.cpu.get_cpu_capability() == "AVX2"
+# oneDNN picks its kernels by instruction set; the loops follow its AVX2 ones (and run only where oneDNN does)
+ONEDNN_AVX2 = onednn_runs_avx2()
 
 # (groups, images, input channels per group, image side, kernel, padding)
 SHAPES = [(10, 12, 8, 28, 5, 2),      # BasicUNet's last layer at quick scale

@@ -12,7 +12,7 @@ from fedrepro.adept.fed import client_forward, stacked_init
 from fedrepro.models.adept_nets import BasicUNet
 from fedrepro.models.client_conv import OneOutputConv2d
 
-ONEDNN_AVX2 = torch.backends.cpu.get_cpu_capability() == "AVX2"
+ONEDNN_AVX2 = client_conv.onednn_runs_avx2()
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +59,7 @@ def _unet_step(m, B, compiled_on, monkeypatch):
         return module
 
     monkeypatch.setattr(client_conv, "compiled", compiled)
+    monkeypatch.setattr(client_conv, "onednn_runs_avx2", lambda: True)   # the loops, on any machine
     base, theta = stacked_init(lambda: BasicUNet(1, (8, 16, 16)), m, 0, False)
     for v in theta.values():
         v.requires_grad_(True)
@@ -78,7 +79,7 @@ def test_stacked_clients_training_step_has_the_batching_rules_bits(m, B, monkeyp
         assert torch.equal(out, out_ref)
         assert all(torch.equal(grads[k], grads_ref[k]) for k in grads), [k for k in grads
                                                                          if not torch.equal(grads[k], grads_ref[k])]
-    else:                  # another instruction set: oneDNN sums in another order
+    else:                  # another instruction set: oneDNN sums in another order (where the loops are not used)
         torch.testing.assert_close(out, out_ref)
         for k in grads:
             torch.testing.assert_close(grads[k], grads_ref[k], rtol=1e-4, atol=1e-4 * grads_ref[k].abs().max().item())
@@ -107,3 +108,26 @@ def test_float64_takes_pytorchs_rule_and_keeps_its_bits():
         return vmap(lambda xi, wi, bi: functional_call(module, {"weight": wi, "bias": bi}, (xi,)))
 
     assert torch.equal(f(ours.double())(x, w, b), f(ref.double())(x, w, b))
+
+
+def test_the_loops_run_only_where_onednn_runs_its_avx2_code(monkeypatch):
+    calls = []
+    monkeypatch.setattr(client_conv, "compiled", lambda name, work: calls.append(name))
+    ours, _ = _layers(c=4, k=3, p=1)
+    x, w, b = torch.randn(3, 2, 4, 9, 9), torch.randn(3, 1, 4, 3, 3), torch.randn(3, 1)
+    f = vmap(lambda xi, wi, bi: functional_call(ours, {"weight": wi, "bias": bi}, (xi,)))
+    monkeypatch.setattr(client_conv, "onednn_runs_avx2", lambda: False)
+    f(x, w, b)
+    assert calls == []
+    monkeypatch.setattr(client_conv, "onednn_runs_avx2", lambda: True)
+    f(x, w, b)
+    assert calls == ["grouped_conv"]
+
+
+def test_an_instruction_set_cap_keeps_onednn(monkeypatch):
+    client_conv.onednn_runs_avx2.cache_clear()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    try:
+        assert client_conv.onednn_runs_avx2() is False
+    finally:
+        client_conv.onednn_runs_avx2.cache_clear()

@@ -5,16 +5,20 @@ each layer's convolution becomes one grouped convolution, one group per client, 
 (PyTorch's batching rule for ``convolution``). oneDNN runs a grouped convolution with one output channel per group
 as an im2col matrix product, slowly: BasicUNet's last layer (8 -> 1 channels, 5x5, 28x28) was more than half of an
 ADEPT-DGM training step. ``OneOutputConv2d`` replaces that layer's grouped convolution under ``vmap`` by
-fedrepro.kernels.grouped_conv (the forward and both gradients in oneDNN's own order with one thread, so bit for bit
-the same) and leaves everything else as PyTorch's rule does it: the same reshapes, the
-same separate bias addition, so the same autograd graph around the convolution.
+fedrepro.kernels.grouped_conv (the forward and both gradients in the order of oneDNN's AVX2 code with one thread,
+so bit for bit the same) and leaves everything else as PyTorch's rule does it: the same reshapes, the same separate
+bias addition, so the same autograd graph around the convolution.
 
-Outside ``vmap`` (one model) and wherever the loops do not apply (another device or dtype, stride or dilation, the
-kernels switched off with FEDREPRO_KERNELS=0, a call too small to pay for numba), the layer is ``nn.Conv2d``.
+The loops run only where oneDNN runs that AVX2 code (``onednn_runs_avx2``): on a machine with AVX-512 oneDNN's
+kernels sum in other orders, so there, as outside ``vmap`` (one model) and wherever else the loops do not apply
+(another device or dtype, the kernels switched off with FEDREPRO_KERNELS=0, a call too small to pay for numba), the
+layer is ``nn.Conv2d`` under PyTorch's rule: every machine keeps its own oneDNN bits.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from typing import TYPE_CHECKING
 
 import torch
@@ -25,6 +29,18 @@ from fedrepro.kernels import compiled
 
 if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
     from fedrepro.kernels import grouped_conv  # noqa: F401
+
+
+@functools.cache
+def onednn_runs_avx2() -> bool:
+    """Whether oneDNN runs its AVX2 code on this machine (AVX2 and no AVX-512, no instruction-set cap set through
+    ONEDNN_MAX_CPU_ISA): the code whose order fedrepro.kernels.grouped_conv follows."""
+    if os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA"):
+        return False
+    try:
+        return bool(torch.cpu._is_avx2_supported()) and not torch.cpu._is_avx512_supported()
+    except AttributeError:     # a torch without these queries: keep oneDNN
+        return False
 
 
 class _GroupedOneOutput(torch.autograd.Function):
@@ -91,7 +107,7 @@ class _OneOutputConv(torch.autograd.Function):
         # (one group: its direct convolution; one channel per group: its depthwise kernel)
         if (x_dim is not None and w_dim is not None and (b is None or b_dim is not None) and x.dim() == 5
                 and info.batch_size >= 2 and x.shape[2 if x_dim < 2 else 1] >= 2
-                and x.device.type == "cpu" and x.dtype == w.dtype == torch.float32):
+                and x.device.type == "cpu" and x.dtype == w.dtype == torch.float32 and onednn_runs_avx2()):
             kernels = compiled("grouped_conv", x.numel() * w.shape[-2] * w.shape[-1])
         if kernels is None:        # PyTorch's own batching rule
             rule = torch.vmap(lambda x_, w_, b_: F.conv2d(x_, w_, b_, padding=pad), in_dims=(x_dim, w_dim, b_dim))
