@@ -10,7 +10,8 @@ from torch.nn import functional as F
 from fedrepro import kernels
 from fedrepro.models.client_conv import onednn_runs_avx2
 
-pytestmark = pytest.mark.skipif(not kernels.available(), reason="numba not installed: the kernels are not used")
+pytestmark = [pytest.mark.skipif(not kernels.available(), reason="numba not installed: the kernels are not used"),
+              pytest.mark.usefixtures("one_torch_thread")]   # oneDNN's order with one thread
 
 # oneDNN picks its kernels by instruction set; the loops follow its AVX2 ones (and run only where oneDNN does)
 ONEDNN_AVX2 = onednn_runs_avx2()
@@ -26,14 +27,6 @@ SHAPES = [(10, 12, 8, 28, 5, 2),      # BasicUNet's last layer at quick scale
 # oneDNN runs these another way (one group: its direct convolution; one input channel: depthwise), so
 # fedrepro.models.client_conv leaves them to it; the loops still compute the convolution
 OTHER_SHAPES = [(1, 5, 16, 14, 5, 2), (3, 4, 1, 9, 3, 1)]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def _case(G, B, C, H, K, P, seed=0):

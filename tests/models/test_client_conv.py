@@ -13,14 +13,7 @@ from fedrepro.models.adept_nets import BasicUNet
 from fedrepro.models.client_conv import OneOutputConv2d
 
 ONEDNN_AVX2 = client_conv.onednn_runs_avx2()
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")   # oneDNN's order with one thread
 
 
 def _layers(c=8, k=5, p=2):
