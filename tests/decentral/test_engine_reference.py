@@ -171,8 +171,27 @@ def test_engine_agrees_with_the_plain_numpy_implementation(method, compressor):
     eng = DecentralEngine(ring(n).W, task.x0(), method_config(method, gamma=gamma, k=10, H=H), InverseLR(), None,
                           generator=torch.Generator().manual_seed(0))
     ref = npref.NumpySquarm(split.x_train, split.y_train, n, 10, compressor=compressor, k=10, H=H, gamma=gamma)
+    # The scaled sign is discontinuous at 0: once an entry of x - x_hat lies within the two implementations' rounding
+    # gap of 0, either sign is right and the trajectories may part (on an AVX2 machine one flips at t = 32 after
+    # agreeing to 3e-7). The iterates are compared up to that step, and the comparison must cover at least 10 steps.
+    smallest = []
+    compress = npref.compress
+
+    def recording(diff, kind, k):
+        smallest.append(float(np.abs(diff).min()))
+        return compress(diff, kind, k)
+
+    npref.compress = recording
+    compared, gap = 0, 0.0
     for _ in range(40):
+        smallest.clear()
         eng.step(task.grad)
         ref.step(twin.sampler().numpy())
-    np.testing.assert_allclose(eng.X.numpy(), ref.X, rtol=1e-4, atol=1e-6)
-    assert np.abs(ref.X).max() > 1e-2                    # the models moved
+        if compressor == "sign" and smallest and min(smallest) <= 4 * gap:
+            break
+        np.testing.assert_allclose(eng.X.numpy(), ref.X, rtol=1e-4, atol=1e-6)
+        gap = max(gap, float(np.abs(eng.X.numpy() - ref.X).max()))
+        compared += 1
+        moved = float(np.abs(ref.X).max())
+    assert compared >= 10, compared
+    assert moved > 1e-2                                        # the models moved

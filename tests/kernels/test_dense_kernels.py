@@ -228,8 +228,9 @@ def test_outer_momentum_step_is_blas_then_the_momentum_pass_to_the_bit(dtype, b,
     """G = aᵀ z / b formed inside the momentum pass: the same bits as BLAS's product (OuterGradient.dense: the
     gemm sums the batch as one chain of fused multiply-adds for every b up to MAX_OUTER_BATCH) followed by
     momentum_step; zeros in a (MNIST's background pixels) make signed-zero products, which must keep their sign."""
+    from fedrepro.kernels import dense
     from fedrepro.kernels.dense import momentum_step, outer_momentum_step
-    from fedrepro.models.logreg import OuterGradient
+    from fedrepro.models.logreg import OuterGradient, fuses_like_blas
 
     rng = np.random.default_rng(b)
     n, p = 7, 61
@@ -244,7 +245,26 @@ def test_outer_momentum_step_is_blas_then_the_momentum_pass_to_the_bit(dtype, b,
     G = OuterGradient(a, z).dense().numpy()
     momentum_step(X.reshape(-1), V.reshape(-1), G.reshape(-1), *scalars)
     outer_momentum_step(Xk, Vk, a, z, f(b), *scalars)
-    assert np.array_equal(X.view(np.uint8), Xk.view(np.uint8)) and np.array_equal(V.view(np.uint8), Vk.view(np.uint8))
+    same = np.array_equal(X.view(np.uint8), Xk.view(np.uint8)) and np.array_equal(V.view(np.uint8), Vk.view(np.uint8))
+    # where this machine's BLAS sums another way (float64, b = 8, C = 10 on AVX2 without AVX-512) the probe must say
+    # so, and the gradient then stays BLAS's (test_softmax_grad_stays_blas_where_the_probe_declines)
+    assert same == fuses_like_blas(dense, np.dtype(dtype), b, C, p)
+
+
+def test_softmax_grad_stays_blas_where_the_probe_declines(monkeypatch):
+    """softmax_regression_grad(lazy=True) hands the engine an unformed gradient only where the probe finds BLAS's
+    bits; elsewhere it returns BLAS's tensor, so the engine's result is the same with and without the kernels."""
+    from fedrepro.models import logreg
+
+    rng = np.random.default_rng(0)
+    X = torch.from_numpy(rng.standard_normal((4, 30 * 10)).astype(np.float32))
+    xb = torch.from_numpy(rng.random((4, 5, 30)).astype(np.float32))
+    yb = torch.from_numpy(rng.integers(0, 10, (4, 5)))
+    assert isinstance(logreg.softmax_regression_grad(X, xb, yb, 10, lazy=True), logreg.OuterGradient)
+    monkeypatch.setattr(logreg, "fuses_like_blas", lambda *a: False)
+    g = logreg.softmax_regression_grad(X, xb, yb, 10, lazy=True)
+    assert isinstance(g, torch.Tensor)
+    assert torch.equal(g, logreg.softmax_regression_grad(X, xb, yb, 10))
 
 
 def test_outer_gradient_dense_is_the_plain_formula():

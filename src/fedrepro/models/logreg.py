@@ -6,6 +6,7 @@ twice as fast as torch.bmm for these shapes on this machine); the result is a to
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -20,8 +21,30 @@ if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for 
 # The gemm that forms aᵀz (OpenBLAS here) sums each entry over the batch as one chain of fused multiply-adds from
 # +0 for at least C >= 2 classes and batches below 32 (float32) / 16 (float64); from there, and for C = 1 (a
 # matrix-vector product), it splits the sum differently. The compiled pass takes batches up to half those sizes
-# (tests/kernels/test_dense_kernels.py checks every one, to the bit); others are always formed by BLAS.
+# (tests/kernels/test_dense_kernels.py checks every one, to the bit); others are always formed by BLAS. OpenBLAS
+# picks its kernels by CPU, and on an AVX2 machine without AVX-512 its float64 product of batch 8 and 10 classes sums
+# in another order: so each (dtype, batch, classes, features) is also probed once a process (``fuses_like_blas``),
+# and formed by BLAS wherever the two differ.
 MAX_OUTER_BATCH = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
+
+
+@functools.cache
+def fuses_like_blas(compiled, dtype: np.dtype, b: int, C: int, p: int) -> bool:
+    """Whether the compiled momentum pass with G formed inside it (``compiled``: fedrepro.kernels.dense) gives the
+    bits of BLAS's G followed by the momentum pass, on this machine, for batches of b rows of p features and C
+    classes: one probe on random rows (half of them zeros, as MNIST's background) and residuals."""
+    rng = np.random.default_rng(b * 1000 + C)
+    n = 3
+    a = (rng.random((n, b, p)) * (rng.random((n, b, p)) < 0.5)).astype(dtype)
+    z = rng.standard_normal((n, b, C)).astype(dtype)
+    X, V = (rng.standard_normal((n, p * C)).astype(dtype) for _ in range(2))
+    f = np.dtype(dtype).type
+    scalars = (f(0.9 * 1.0137), f(0.9), f(-0.0123), f(0.0), True)
+    Xk, Vk = X.copy(), V.copy()
+    G = OuterGradient(a, z).dense().numpy()
+    compiled.momentum_step(X.reshape(-1), V.reshape(-1), G.reshape(-1), *scalars)
+    compiled.outer_momentum_step(Xk, Vk, a, z, f(b), *scalars)
+    return X.tobytes() == Xk.tobytes() and V.tobytes() == Vk.tobytes()
 
 
 class OuterGradient:
@@ -87,7 +110,8 @@ def softmax_regression_grad(X: torch.Tensor, xb: torch.Tensor, yb: torch.Tensor,
     CPU, no autograd: through NumPy (`OuterGradient.dense`). `out` (a CPU tensor (n, p*C) of X's dtype) and `xt`
     (a numpy array (n, p, b)) are buffers to write into, since a fresh 1.9 MB array costs about as much as the
     product that fills it (page faults). ``lazy``: return the OuterGradient where its compiled pass applies
-    (float32/float64, b <= MAX_OUTER_BATCH, C >= 2) rather than the tensor."""
+    (float32/float64, b <= MAX_OUTER_BATCH, C >= 2, and BLAS sums the same way here: ``fuses_like_blas``) rather than
+    the tensor."""
     n, b, p = xb.shape
     if X.device.type == "cpu" and not X.requires_grad:
         x = xb.numpy()
@@ -95,6 +119,8 @@ def softmax_regression_grad(X: torch.Tensor, xb: torch.Tensor, yb: torch.Tensor,
                    and n_classes >= 2)
         # the residual loops where the engine's compiled pass will take the gradient (numba is loaded anyway)
         compiled = kernels.compiled("dense", X.numel()) if fusable else None
+        if compiled is not None and not fuses_like_blas(compiled, x.dtype, b, n_classes, p):
+            fusable, compiled = False, None
         Z = softmax_regression_residuals(X.numpy().reshape(n, p, n_classes), x, yb.numpy(), compiled)
         grad = OuterGradient(x, Z, out, xt)
         return grad if fusable else grad.dense()
