@@ -22,9 +22,10 @@ if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for 
 # +0 for at least C >= 2 classes and batches below 32 (float32) / 16 (float64); from there, and for C = 1 (a
 # matrix-vector product), it splits the sum differently. The compiled pass takes batches up to half those sizes
 # (tests/kernels/test_dense_kernels.py checks every one, to the bit); others are always formed by BLAS. OpenBLAS
-# picks its kernels by CPU, and on an AVX2 machine without AVX-512 its float64 product of batch 8 and 10 classes sums
-# in another order: so each (dtype, batch, classes, features) is also probed once a process (``fuses_like_blas``),
-# and formed by BLAS wherever the two differ.
+# picks its kernels by CPU and shape: on an AVX2 machine without AVX-512 its float64 product of batch 8 over 61
+# features and 10 classes, and its float32 product of batch 16 over 784 features, sum in another order. So each
+# (dtype, batch, classes, features) is also probed once a process (``fuses_like_blas``), and formed by BLAS wherever
+# the two differ.
 MAX_OUTER_BATCH = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
 
 
