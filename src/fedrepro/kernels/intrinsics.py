@@ -1,12 +1,18 @@
 """LLVM instructions numba does not expose: a fused multiply-add, a cache prefetch, a 4-lane binary64 multiply and
-add into memory, and the reinterpretation of a binary32 value as its 32 bits and back (and of a binary64 value as its 64 bits) (a bitcast: no arithmetic, so no floating-point unit sees the value)."""
+add into memory, the reinterpretation of a binary32 value as its 32 bits and back (and of a binary64 value as its 64 bits) (a bitcast: no arithmetic, so no floating-point unit sees the value), and an 8-lane binary32 vector
+value (``float32x8``) with its loads, stores, broadcast, multiply and add.
+
+numba leaves LLVM's SLP vectorizer off, so eight independent scalar chains stay eight scalar chains; and a loop's
+vectorizer keeps an accumulator array in memory, where each step waits on the last one's store. A ``float32x8``
+local is an LLVM vector value that stays in a register across a loop. Its multiply and add are separate
+instructions, each rounded (no fused multiply-add), lane by lane as the scalar statements would compute them."""
 
 from __future__ import annotations
 
 from llvmlite import ir
 from numba.core import cgutils
 from numba.core import types as nbtypes
-from numba.extending import intrinsic
+from numba.extending import intrinsic, models, register_model
 
 
 @intrinsic
@@ -102,3 +108,93 @@ def add_scaled4(typingctx, arr, index, a, r0, r1, r2, r3):
         return context.get_dummy_value()
 
     return nbtypes.void(arr, index, a, r0, r1, r2, r3), codegen
+
+
+class Float32x8(nbtypes.Type):
+    """Eight binary32 lanes held as one LLVM vector value (<8 x float>)."""
+
+    def __init__(self):
+        super().__init__(name="float32x8")
+
+
+float32x8 = Float32x8()
+_V8 = ir.VectorType(ir.FloatType(), 8)
+
+
+@register_model(Float32x8)
+class _Float32x8Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _V8)
+
+
+def _f32_vector(arr) -> bool:
+    return isinstance(arr, nbtypes.Array) and arr.ndim == 1 and arr.dtype == nbtypes.float32 and arr.layout == "C"
+
+
+def _lanes_pointer(context, builder, aryty, ary_arg, index):
+    ary = context.make_array(aryty)(context, builder, ary_arg)
+    ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [index], wraparound=False)
+    return builder.bitcast(ptr, _V8.as_pointer())
+
+
+@intrinsic
+def load8(typingctx, arr, index):
+    """arr[index : index + 8] as a float32x8 (arr: a contiguous 1-D binary32 array; the caller keeps it in bounds)."""
+    if not (_f32_vector(arr) and isinstance(index, nbtypes.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.load(_lanes_pointer(context, builder, signature.args[0], *args), align=4)
+
+    return float32x8(arr, index), codegen
+
+
+@intrinsic
+def store8(typingctx, arr, index, v):
+    """arr[index : index + 8] = v."""
+    if not (_f32_vector(arr) and isinstance(index, nbtypes.Integer) and v == float32x8):
+        return None
+
+    def codegen(context, builder, signature, args):
+        builder.store(args[2], _lanes_pointer(context, builder, signature.args[0], args[0], args[1]), align=4)
+        return context.get_dummy_value()
+
+    return nbtypes.void(arr, index, v), codegen
+
+
+@intrinsic
+def splat8(typingctx, a):
+    """a binary32 value in all eight lanes."""
+    if a != nbtypes.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = ir.IntType(32)
+        v = builder.insert_element(ir.Constant(_V8, ir.Undefined), args[0], i32(0))
+        return builder.shuffle_vector(v, ir.Constant(_V8, ir.Undefined), ir.Constant(ir.VectorType(i32, 8), [0] * 8))
+
+    return float32x8(a), codegen
+
+
+@intrinsic
+def mul8(typingctx, a, b):
+    """a b lane by lane, each product rounded."""
+    if not (a == b == float32x8):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fmul(*args)
+
+    return float32x8(a, b), codegen
+
+
+@intrinsic
+def add8(typingctx, a, b):
+    """a + b lane by lane, each sum rounded."""
+    if not (a == b == float32x8):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fadd(*args)
+
+    return float32x8(a, b), codegen
