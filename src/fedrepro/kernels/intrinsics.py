@@ -176,25 +176,22 @@ def splat8(typingctx, a):
     return float32x8(a), codegen
 
 
-@intrinsic
-def mul8(typingctx, a, b):
-    """a b lane by lane, each product rounded."""
-    if not (a == b == float32x8):
-        return None
+def _lanewise(instruction: str, doc: str):
+    """An intrinsic applying one LLVM binary instruction (``fmul``, ``fadd``) to two float32x8, lane by lane."""
 
-    def codegen(context, builder, signature, args):
-        return builder.fmul(*args)
+    @intrinsic
+    def lanewise(typingctx, a, b):
+        if not (a == b == float32x8):
+            return None
 
-    return float32x8(a, b), codegen
+        def codegen(context, builder, signature, args):
+            return getattr(builder, instruction)(*args)
+
+        return float32x8(a, b), codegen
+
+    lanewise.__doc__ = doc
+    return lanewise
 
 
-@intrinsic
-def add8(typingctx, a, b):
-    """a + b lane by lane, each sum rounded."""
-    if not (a == b == float32x8):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.fadd(*args)
-
-    return float32x8(a, b), codegen
+mul8 = _lanewise("fmul", "a b lane by lane, each product rounded.")
+add8 = _lanewise("fadd", "a + b lane by lane, each sum rounded.")
