@@ -46,12 +46,12 @@ def test_every_kernel_caches_its_machine_code_on_disk():
     from numba.core.caching import NullCache
     from numba.core.registry import CPUDispatcher
 
-    from fedrepro.kernels import _csr_unrolled, dense, grouped_conv, momentum, narrow_product, sparse
+    from fedrepro.kernels import _csr_unrolled, dense, grouped_conv, momentum, narrow_product, node_logits, sparse
 
-    found = [f for m in (dense, momentum, sparse, _csr_unrolled, grouped_conv, narrow_product)
+    found = [f for m in (dense, momentum, sparse, _csr_unrolled, grouped_conv, narrow_product, node_logits)
              for f in vars(m).values() if isinstance(f, CPUDispatcher)]
     assert momentum._safe_pass in found and momentum._decay in found
-    assert grouped_conv.weight_grad in found and narrow_product.product in found
+    assert grouped_conv.weight_grad in found and narrow_product.product in found and node_logits.logits in found
     assert len(found) >= 2 * _csr_unrolled.MAX_UNROLLED + 6
     assert [f.__name__ for f in found if isinstance(f._cache, NullCache)] == []
 

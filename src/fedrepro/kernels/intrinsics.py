@@ -1,11 +1,12 @@
 """LLVM instructions numba does not expose: a fused multiply-add, a cache prefetch, a 4-lane binary64 multiply and
 add into memory, the reinterpretation of a binary32 value as its 32 bits and back (and of a binary64 value as its 64 bits) (a bitcast: no arithmetic, so no floating-point unit sees the value), and an 8-lane binary32 vector
-value (``float32x8``) with its loads, stores, broadcast, multiply and add.
+value (``float32x8``) with its loads, stores, broadcast, multiply, add and fused multiply-add.
 
 numba leaves LLVM's SLP vectorizer off, so eight independent scalar chains stay eight scalar chains; and a loop's
 vectorizer keeps an accumulator array in memory, where each step waits on the last one's store. A ``float32x8``
 local is an LLVM vector value that stays in a register across a loop. Its multiply and add are separate
-instructions, each rounded (no fused multiply-add), lane by lane as the scalar statements would compute them."""
+instructions, each rounded, lane by lane as the scalar statements would compute them; ``fma8`` rounds once, as
+``fma`` does."""
 
 from __future__ import annotations
 
@@ -195,3 +196,16 @@ def _lanewise(instruction: str, doc: str):
 
 mul8 = _lanewise("fmul", "a b lane by lane, each product rounded.")
 add8 = _lanewise("fadd", "a + b lane by lane, each sum rounded.")
+
+
+@intrinsic
+def fma8(typingctx, a, b, c):
+    """a b + c lane by lane, each rounded once (llvm.fma on the vector)."""
+    if not (a == b == c == float32x8):
+        return None
+
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_V8, [_V8, _V8, _V8]), "llvm.fma.v8f32")
+        return builder.call(fn, list(args))
+
+    return float32x8(a, b, c), codegen

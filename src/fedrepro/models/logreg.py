@@ -15,7 +15,7 @@ import torch
 from fedrepro import kernels
 
 if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
-    from fedrepro.kernels import dense  # noqa: F401
+    from fedrepro.kernels import dense, node_logits  # noqa: F401
 
 
 # The gemm that forms aᵀz (OpenBLAS here) sums each entry over the batch as one chain of fused multiply-adds from
@@ -46,6 +46,35 @@ def fuses_like_blas(compiled, dtype: np.dtype, b: int, C: int, p: int) -> bool:
     compiled.momentum_step(X.reshape(-1), V.reshape(-1), G.reshape(-1), *scalars)
     compiled.outer_momentum_step(Xk, Vk, a, z, f(b), *scalars)
     return X.tobytes() == Xk.tobytes() and V.tobytes() == Vk.tobytes()
+
+
+@functools.cache
+def logits_like_blas(compiled, p: int) -> bool:
+    """Whether fedrepro.kernels.node_logits (``compiled``) gives NumPy's matmul bits (BLAS's) on this machine for
+    batches of 5 binary32 rows of p features against 10 classes: one probe on random rows (half of them zeros, as
+    MNIST's background) and weights."""
+    rng = np.random.default_rng(p)
+    n, b, C = 4, compiled.ROWS, compiled.COLUMNS
+    x = (rng.random((n, b, p)) * (rng.random((n, b, p)) < 0.5)).astype(np.float32)
+    W = rng.standard_normal((n, p, C)).astype(np.float32)
+    Z = np.empty((n, b, C), dtype=np.float32)
+    compiled.logits(x, W, Z)
+    return Z.tobytes() == np.matmul(x, W).tobytes()
+
+
+def _node_logits(Wm: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """x @ Wm per node (NumPy's matmul), by fedrepro.kernels.node_logits where it gives the same bits here: binary32
+    batches of 5 rows, 10 classes, an even feature count. Called only where numba is loaded anyway."""
+    n, b, p = x.shape
+    C = Wm.shape[2]
+    if (x.dtype == Wm.dtype == np.float32 and (b, C) == (5, 10) and p % 2 == 0
+            and x.flags.c_contiguous and Wm.flags.c_contiguous):
+        compiled = kernels.compiled("node_logits", n * b * p * C)
+        if compiled is not None and logits_like_blas(compiled, p):
+            Z = np.empty((n, b, C), dtype=np.float32)
+            compiled.logits(x, Wm, Z)
+            return Z
+    return np.matmul(x, Wm)
 
 
 class OuterGradient:
@@ -88,9 +117,10 @@ class OuterGradient:
 def softmax_regression_residuals(Wm: np.ndarray, x: np.ndarray, y: np.ndarray, compiled=None) -> np.ndarray:
     """z = softmax(x W) - onehot(y) per node: Wm (n, p, C), x (n, b, p), y (n, b) -> (n, b, C) (NumPy, CPU).
 
-    ``compiled``: fedrepro.kernels.dense, whose two loops do the small passes around np.exp (the same bits)."""
+    ``compiled``: fedrepro.kernels.dense, whose two loops do the small passes around np.exp (the same bits); with
+    it, the product x W is fedrepro.kernels.node_logits's where that gives BLAS's bits (``_node_logits``)."""
     n, b, _ = x.shape
-    Z = np.matmul(x, Wm)
+    Z = np.matmul(x, Wm) if compiled is None else _node_logits(Wm, x)
     if compiled is not None and Z.shape[2] <= compiled.PAIRWISE_BLOCK:
         compiled.subtract_row_max(Z)
         np.exp(Z, out=Z)
