@@ -4,10 +4,10 @@ A decentral run scores its averaged model on the same evaluation rows every few 
 rows and 5,000 training rows against the 784 x 10 weights: two of torch's products, that is oneMKL's, 20 ms a
 time here). fedrepro.kernels.narrow_product makes oneMKL's roundings in oneMKL's order as this project's AVX2
 machine runs it, about three times faster. Whether the machine at hand sums that way is not known in advance
-(oneMKL picks its code by CPU, shape and thread count), so ``FixedRowsProduct`` checks: before the first product of each
-width and thread count it takes one product of the rows themselves with random weights both ways, and it uses
-the loops only if the two agree to the bit. Everywhere else (another CPU or dtype, a GPU, autograd, kernels off with FEDREPRO_KERNELS=0) the
-product is torch's.
+(oneMKL picks its code by CPU, shape and thread count), so ``FixedRowsProduct`` checks: before the first product
+of each width and thread count it takes one product of the rows themselves with random weights both ways, and it
+uses the loops only if the two agree to the bit. Everywhere else (another CPU or dtype, a GPU, autograd, kernels
+off with FEDREPRO_KERNELS=0) the product is torch's.
 """
 
 from __future__ import annotations
