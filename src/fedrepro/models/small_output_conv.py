@@ -1,17 +1,25 @@
-"""Convolutions whose weight gradient is taken tap by tap where the output image is tiny (ResNet-18's last stage on
-C-VFL's 16x16 CIFAR quadrants: 2x2 outputs).
+"""Convolutions on tiny images: ResNet-18's last stage on C-VFL's 16x16 CIFAR quadrants (2x2 images).
 
-oneDNN's weight-gradient kernel is slow on such images: for a 512 -> 512 3x3 convolution on 100 images of 2x2 it
-took 53 ms on the 2-core machine, where the same FLOPs as a matrix product take 10. ``weight_grad_by_taps``
-computes dL/dW as one matrix product per kernel tap, over the output pixels whose input pixel for that tap lies
-inside the image (the padding's zeros are skipped, which halves the work on a 2x2 image): 12.5 ms there, 10 ms
-instead of 22 for the stage's 3x3 stride-2 convolution. From 4x4 outputs on, oneDNN is as fast or faster
-(measured: equal at 4x4, twice as fast at 8x8), so ``SmallOutputConv2d`` takes this path only for outputs of at most
-``MAX_OUTPUT_PIXELS`` pixels.
+Two cases, both where oneDNN is slow:
 
-What stays the same: the forward (``F.conv2d``) and the input gradient (ATen's ``convolution_backward``), bit for
-bit. The weight gradient is the same sum in another order, so it agrees to float rounding (tested against a
-float64 oracle).
+- **Every window covers the whole image** (``covers_whole_image``: a 3x3 convolution with padding 1 on a 2x2 or
+  1x1 image, or a 3x3 stride-2 one from 2x2 to 1x1). The convolution is then a dense linear map from the
+  H·W·C input values to the Ho·Wo·O output values, one matrix product whose matrix ``dense_conv_matrix`` gathers
+  from the weight, and it needs only H·W/(kh·kw) of the convolution's counted FLOPs: the padding's zeros are
+  never multiplied. ``_DenseConv`` computes the forward and the input gradient that way and the weight gradient
+  tap by tap (below). For stage 4's 512 -> 512 convolution on 100 images of 2x2, two threads, on the AVX2 machine:
+  forward 8.8 ms against oneDNN's 16.9 (building the matrix, 16 MB, takes 2.2 of them), input gradient 5.8 ms
+  against 13.7.
+- **Outputs of at most ``MAX_OUTPUT_PIXELS`` pixels** otherwise (stage 4's 3x3 stride-2 convolution from 4x4 to
+  2x2): oneDNN's weight-gradient kernel is slow on such images (53 ms for the 512 -> 512 convolution on the
+  AVX-512 machine, where the same FLOPs as a matrix product take 10). ``weight_grad_by_taps`` computes dL/dW as one
+  matrix product per kernel tap, over the output pixels whose input pixel for that tap lies inside the image: 12.5
+  ms there, 10 ms instead of 22 for the stride-2 convolution. From 4x4 outputs on, oneDNN is as fast or faster
+  (measured: equal at 4x4, twice as fast at 8x8). Forward and input gradient stay oneDNN's, bit for bit.
+
+Both compute the same sums as ``F.conv2d`` in another order, so they agree with it to float rounding (tested
+against float64 oracles). The forward is the same with and without autograd, bit for bit (C-VFL reuses the first
+local forward as the round-start forward).
 """
 
 from __future__ import annotations
@@ -58,6 +66,102 @@ def weight_grad_by_taps(x: torch.Tensor, grad_y: torch.Tensor, kernel_size: tupl
     return by_tap.permute(2, 3, 0, 1).contiguous()
 
 
+def covers_whole_image(in_size: tuple[int, int], kernel_size: tuple[int, int], stride: tuple[int, int],
+                       padding: tuple[int, int]) -> bool:
+    """Whether every output pixel's window covers the whole input image (and so the convolution is a dense linear
+    map): along each axis the first window starts at or before the first pixel (p >= (out - 1)·s, for the last
+    window too) and the last window ends at or after the last pixel (size + p <= k)."""
+    for size, k, s, p in zip(in_size, kernel_size, stride, padding):
+        out = (size + 2 * p - k) // s + 1
+        if out < 1 or p < (out - 1) * s or size + p > k:
+            return False
+    return True
+
+
+def dense_conv_matrix(weight: torch.Tensor, in_size: tuple[int, int], stride: tuple[int, int],
+                      padding: tuple[int, int]) -> torch.Tensor:
+    """The (Ho·Wo·O, H·W·C) matrix of a convolution whose windows cover the whole image (``covers_whole_image``):
+    row (Ho-1-oh, Wo-1-ow, o), column (ih, iw, c) holds W[o, c, ih - oh·s + p, iw - ow·s + p].
+
+    The output pixels are numbered backwards because the tap index falls as the output index rises: numbered so,
+    every index of the matrix is a non-negative stride into the weight's taps, and the gather is one strided copy
+    with whole rows of C channels (from the weight in (kh, kw, O, C) order, one transposing copy)."""
+    O, C, kh, kw = weight.shape
+    H, W = in_size
+    (sh, sw), (ph, pw) = stride, padding
+    Ho, Wo = (H + 2 * ph - kh) // sh + 1, (W + 2 * pw - kw) // sw + 1
+    taps = weight.permute(2, 3, 0, 1).contiguous()                  # (kh, kw, O, C)
+    oc = O * C
+    rows = taps.as_strided((Ho, Wo, O, H, W, C), (sh * kw * oc, sw * oc, C, kw * oc, oc, 1),
+                           ((ph - (Ho - 1) * sh) * kw + (pw - (Wo - 1) * sw)) * oc)
+    return rows.reshape(Ho * Wo * O, H * W * C)
+
+
+def _layout_of(t: torch.Tensor) -> torch.memory_format:
+    """Channels-last for a channels-last tensor that is not also contiguous, else contiguous (as ATen's
+    convolution decides its output's layout)."""
+    if t.is_contiguous(memory_format=torch.channels_last) and not t.is_contiguous():
+        return torch.channels_last
+    return torch.contiguous_format
+
+
+def _pixel_rows(t: torch.Tensor) -> torch.Tensor:
+    """(N, C, H, W) -> (N, H·W·C): each image's pixels as rows of its channels."""
+    return t.permute(0, 2, 3, 1).reshape(t.shape[0], -1)
+
+
+def _from_pixel_rows(rows: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """The inverse of ``_pixel_rows`` for a tensor shaped like ``like``, in its memory layout."""
+    N, C, H, W = like.shape
+    return rows.view(N, H, W, C).permute(0, 3, 1, 2).contiguous(memory_format=_layout_of(like))
+
+
+def _reversed_pixel_rows(t: torch.Tensor) -> torch.Tensor:
+    """(N, O, Ho, Wo) -> (N, Ho·Wo·O) with the pixels numbered backwards, as ``dense_conv_matrix``'s rows are."""
+    return _pixel_rows(t.flip(2, 3))
+
+
+def _from_reversed_pixel_rows(rows: torch.Tensor, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+    """The inverse of ``_reversed_pixel_rows`` for an (N, O, Ho, Wo) ``shape``, in ``like``'s memory layout."""
+    N, O, Ho, Wo = shape
+    out = rows.view(N, Ho, Wo, O).flip(1, 2).permute(0, 3, 1, 2)
+    return out.contiguous(memory_format=_layout_of(like))
+
+
+def _out_shape(x: torch.Tensor, weight: torch.Tensor, stride, padding) -> tuple[int, int, int, int]:
+    """(N, O, Ho, Wo) of ``F.conv2d(x, weight, stride=stride, padding=padding)``."""
+    out = [(n + 2 * p - k) // s + 1 for n, p, k, s in zip(x.shape[2:], padding, weight.shape[2:], stride)]
+    return (x.shape[0], weight.shape[0], *out)
+
+
+def dense_conv2d(x: torch.Tensor, matrix: torch.Tensor, out_shape: tuple[int, ...]) -> torch.Tensor:
+    """``F.conv2d`` as one product with ``dense_conv_matrix``'s matrix; the result in x's memory layout."""
+    return _from_reversed_pixel_rows(torch.mm(_pixel_rows(x), matrix.t()), out_shape, x)
+
+
+class _DenseConv(torch.autograd.Function):
+    """A convolution whose windows cover the whole image: forward and input gradient through its dense matrix
+    (kept for the backward: 16 MB for stage 4's), weight gradient tap by tap."""
+
+    @staticmethod
+    def forward(ctx, x, weight, stride, padding):
+        matrix = dense_conv_matrix(weight, x.shape[2:], stride, padding)
+        y = dense_conv2d(x, matrix, _out_shape(x, weight, stride, padding))
+        ctx.save_for_backward(x, matrix)
+        ctx.stride, ctx.padding, ctx.kernel_size = stride, padding, weight.shape[2:]
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        x, matrix = ctx.saved_tensors
+        grad_x = grad_w = None
+        if ctx.needs_input_grad[0]:
+            grad_x = _from_pixel_rows(torch.mm(_reversed_pixel_rows(grad_y), matrix), x)
+        if ctx.needs_input_grad[1]:
+            grad_w = weight_grad_by_taps(x, grad_y, ctx.kernel_size, ctx.stride, ctx.padding)
+        return grad_x, grad_w, None, None
+
+
 class _WeightGradByTaps(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, stride, padding):
@@ -79,18 +183,23 @@ class _WeightGradByTaps(torch.autograd.Function):
 
 
 class SmallOutputConv2d(nn.Conv2d):
-    """``nn.Conv2d`` whose weight gradient comes from ``weight_grad_by_taps`` when the output image has at most
-    MAX_OUTPUT_PIXELS pixels (bias-free, ungrouped, undilated, zero-padded convolutions on the CPU, outside
-    torch.func's transforms); else ``nn.Conv2d`` itself."""
+    """``nn.Conv2d`` that, for bias-free, ungrouped, undilated, zero-padded convolutions on the CPU outside
+    torch.func's transforms, runs as one dense product where every window covers the whole image (with and without
+    autograd, so a forward gives the same bits either way), and takes its weight gradient tap by tap where the
+    output has at most MAX_OUTPUT_PIXELS pixels; else ``nn.Conv2d`` itself."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if (self.bias is None and self.groups == 1 and self.dilation == (1, 1) and self.padding_mode == "zeros"
                 and isinstance(self.padding, tuple) and x.dim() == 4 and x.device.type == "cpu"
-                and torch.is_grad_enabled() and self.weight.requires_grad
                 and not any(map(torch._C._functorch.is_functorch_wrapped_tensor, (x, self.weight)))):
-            out = [(n + 2 * p - k) // s + 1 for n, p, k, s in
-                   zip(x.shape[2:], self.padding, self.kernel_size, self.stride)]
-            if out[0] * out[1] <= MAX_OUTPUT_PIXELS:
+            grad = torch.is_grad_enabled() and (self.weight.requires_grad or x.requires_grad)
+            if covers_whole_image(x.shape[2:], self.kernel_size, self.stride, self.padding):
+                if grad:
+                    return _DenseConv.apply(x, self.weight, self.stride, self.padding)
+                matrix = dense_conv_matrix(self.weight, x.shape[2:], self.stride, self.padding)
+                return dense_conv2d(x, matrix, _out_shape(x, self.weight, self.stride, self.padding))
+            _, _, Ho, Wo = _out_shape(x, self.weight, self.stride, self.padding)
+            if grad and self.weight.requires_grad and Ho * Wo <= MAX_OUTPUT_PIXELS:
                 return _WeightGradByTaps.apply(x, self.weight, self.stride, self.padding)
         return super().forward(x)
 

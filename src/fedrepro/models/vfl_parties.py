@@ -171,9 +171,10 @@ class StackedResNet18(nn.Module):
                 net.maxpool = nn.Identity()
             return net
 
-        # stage 4's outputs are 2x2 on 16x16 quadrants, where oneDNN's weight gradient is slow: tap by tap there
-        # (fedrepro.models.small_output_conv; forward and input gradients unchanged, weight gradients to rounding),
-        # and BatchNorm on a channels-last copy (fedrepro.models.resnet_layouts; to rounding)
+        # stage 4's images are 2x2 on 16x16 quadrants, where oneDNN is slow: its 3x3 stride-1 convolutions as one
+        # dense product (every window covers the image), its stride-2 one's weight gradient tap by tap
+        # (fedrepro.models.small_output_conv; to rounding), and BatchNorm on a channels-last copy
+        # (fedrepro.models.resnet_layouts; to rounding)
         self.nets = nn.ModuleList(with_tiny_image_norms(with_small_output_convs(one())) for _ in range(M))
         self.P = P
 
