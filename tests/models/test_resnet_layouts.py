@@ -12,6 +12,7 @@ from torch import nn
 from fedrepro.models.resnet_layouts import (
     CHANNELS_LAST_MIN_SIDE,
     TinyImageBatchNorm2d,
+    channels_last_min_side,
     resnet_forward,
     with_tiny_image_norms,
 )
@@ -35,29 +36,35 @@ def _layout(t: torch.Tensor) -> str:
     return "channels-last" if t.is_contiguous(memory_format=torch.channels_last) else "strided"
 
 
-@pytest.mark.parametrize("stem,side,expected", [
+CL, CF = "channels-last", "channels-first"
+
+
+@pytest.mark.parametrize("capability,stem,side,expected", [
     # the image side each stage's convolutions see -> the layout they get (module docstring's measurements)
-    ("cifar", 16, {"conv1": "channels-last", "layer1": "channels-last", "layer2": "channels-last",
-                   "layer3": "channels-first", "layer4": "channels-first"}),
-    ("imagenet", 112, {"conv1": "channels-last", "layer1": "channels-last", "layer2": "channels-last",
-                       "layer3": "channels-first", "layer4": "channels-first"}),
-    ("cifar", 64, {"conv1": "channels-last", "layer1": "channels-last", "layer2": "channels-last",
-                   "layer3": "channels-last", "layer4": "channels-last"}),
+    ("AVX512", "cifar", 16, {"conv1": CL, "layer1": CL, "layer2": CL, "layer3": CF, "layer4": CF}),
+    ("AVX512", "imagenet", 112, {"conv1": CL, "layer1": CL, "layer2": CL, "layer3": CF, "layer4": CF}),
+    ("AVX512", "cifar", 64, {"conv1": CL, "layer1": CL, "layer2": CL, "layer3": CL, "layer4": CL}),
+    ("AVX2", "cifar", 16, {"conv1": CL, "layer1": CL, "layer2": CL, "layer3": CL, "layer4": CF}),
+    ("AVX2", "imagenet", 112, {"conv1": CL, "layer1": CL, "layer2": CL, "layer3": CL, "layer4": CL}),
+    ("DEFAULT", "cifar", 16, {"conv1": CL, "layer1": CL, "layer2": CL, "layer3": CF, "layer4": CF}),
 ])
 @pytest.mark.parametrize("depth", [18, 50])     # basic blocks, and bottlenecks (stride on their second conv)
-def test_each_stage_runs_in_the_layout_of_its_output_size(stem, side, expected, depth):
+def test_each_stage_runs_in_the_layout_of_its_output_size(capability, stem, side, expected, depth, monkeypatch):
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
     net = _resnet(stem, depth)
     seen = {}
     for name in expected:
         getattr(net, name).register_forward_pre_hook(lambda m, args, name=name: seen.update({name: _layout(args[0])}))
     resnet_forward(net, torch.randn(2, 3, side, side))
     assert seen == expected
-    # the rule: channels-last exactly where the stage's output is at least CHANNELS_LAST_MIN_SIDE wide
+    # the rule: channels-last exactly where the stage's output is at least the kernel family's side wide
+    min_side = channels_last_min_side()
+    assert min_side == CHANNELS_LAST_MIN_SIDE.get(capability, 8)
     out_side = {"layer1": side if stem == "cifar" else side // 4}
     for a, b in (("layer1", "layer2"), ("layer2", "layer3"), ("layer3", "layer4")):
-        out_side[b] = out_side[a] // 2
+        out_side[b] = -(-out_side[a] // 2)          # 3x3 stride 2 padding 1: 7 -> 4
     for name, s in out_side.items():
-        assert (seen[name] == "channels-last") == (s >= CHANNELS_LAST_MIN_SIDE), name
+        assert (seen[name] == CL) == (s >= min_side), name
 
 
 @pytest.mark.parametrize("stem,side,batch", [("cifar", 16, 6), ("imagenet", 112, 4)])

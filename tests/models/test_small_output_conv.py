@@ -161,7 +161,7 @@ def test_the_swap_keeps_parameters_and_their_random_draws():
     assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
     assert sum(type(m) is SmallOutputConv2d for m in b.modules()) == sum(type(m) is nn.Conv2d for m in a.modules())
     oracle = copy.deepcopy(a).double()
-    x = torch.randn(8, 3, 32, 32)       # layer4 runs 2x2 -> 1x1 -> 1x1 here: the dense path every time
+    x = torch.randn(8, 3, 32, 32)       # layer4 runs on 2x2 and 1x1 images: its 3x3 convs dense
     a.train(), b.train(), oracle.train()
     l64, la, lb = oracle(x.double()).square().sum(), a(x).square().sum(), b(x).square().sum()
     for loss in (la, lb):               # both within float32 rounding of float64 (a batch of 2 is ill-conditioned:
