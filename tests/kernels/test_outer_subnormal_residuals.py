@@ -91,12 +91,18 @@ def _inputs(seed: int, n=5, B=5, P=48, C=6):
     return a, z
 
 
-@pytest.mark.parametrize("seed", range(4))
+# (P, C): six classes take the row chains only; ten and seventeen the blocks of 8 pixels (store8_transposed for
+# each group of 8 classes, lane by lane for an even and an odd rest) with the row chains for the last P mod 8 pixels
+SHAPES = [(48, 6), (51, 10), (40, 17)]
+
+
+@pytest.mark.parametrize("seed,shape", [(s, SHAPES[0]) for s in range(4)] + [(s, sh) for s in range(2)
+                                                                              for sh in SHAPES[1:]])
 @pytest.mark.parametrize("nesterov,safe", [(True, False), (False, False), (True, True), (False, True)])
-def test_outer_momentum_step_with_subnormal_residuals_is_exact(seed, nesterov, safe):
+def test_outer_momentum_step_with_subnormal_residuals_is_exact(seed, shape, nesterov, safe):
     from fedrepro.kernels.dense import momentum_step, outer_momentum_step
 
-    a, z = _inputs(seed)
+    a, z = _inputs(seed, P=shape[0], C=shape[1])
     n, B, P = a.shape
     C = z.shape[2]
     rng = np.random.default_rng(100 + seed)

@@ -35,7 +35,17 @@ import numba
 import numba.extending
 import numpy as np
 
-from fedrepro.kernels.intrinsics import bits32, float32_from_bits, fma
+from fedrepro.kernels.intrinsics import (
+    bits32,
+    div8,
+    float32_from_bits,
+    fma,
+    fma8,
+    load8,
+    splat8,
+    store8_strided,
+    store8_transposed,
+)
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
@@ -378,13 +388,88 @@ def momentum_step(x, v, g, c, beta, neg_eta, wd, nesterov, subnormal_safe=False)
         _row_pass(x[s:t], v[s:t], g[s:t], c, False, left[: t - s], c, beta, neg_eta, wd, nesterov, subnormal_safe)
 
 
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _finish_column(acc, gT, scaled, k, P, q, bv, divided):
+    """A block's column k: its chain divided by b where asked, or a scaled column's values from its gT row."""
+    if scaled[k]:
+        return load8(gT, k * P + q)
+    return div8(acc, bv) if divided else acc
+
+
+def _outer_blocks(g, a, base, zi, gT, scaled, b, divided):
+    """Write g[q C + k] for the pixels of whole blocks of 8, every class, straight from registers (binary32 only,
+    C >= 8): returns how many pixels it did (0 for other dtypes or C < 8). Whole groups of 8 classes go out by
+    ``store8_transposed``, the others lane by lane.
+
+    a: the node's (B, P) rows, flattened, from ``base``; gT: the (C, P) scratch flattened (flat arrays and
+    offsets, not row views: a view in this loop costs two atomic reference counts). Per block the eight classes'
+    chains run side by side (eight accumulators, one load of a per link), each the chain of links j = 0..B-1 from
+    +0 that the row chains below form."""
+    raise NotImplementedError
+
+
+@numba.extending.overload(_outer_blocks)
+def _outer_blocks_for(g, a, base, zi, gT, scaled, b, divided):
+    def binary32(g, a, base, zi, gT, scaled, b, divided):
+        B, C = zi.shape
+        P = gT.shape[0] // C
+        C8 = C - C % 8
+        if C8 == 0:
+            return 0
+        bv = splat8(b)
+        zero = splat8(np.float32(0.0))
+        for q in range(0, P - P % 8, 8):
+            for k in range(0, C8, 8):
+                r0 = r1 = r2 = r3 = r4 = r5 = r6 = r7 = zero
+                for j in range(B):
+                    aj = load8(a, base + j * P + q)
+                    r0 = fma8(aj, splat8(zi[j, k]), r0)
+                    r1 = fma8(aj, splat8(zi[j, k + 1]), r1)
+                    r2 = fma8(aj, splat8(zi[j, k + 2]), r2)
+                    r3 = fma8(aj, splat8(zi[j, k + 3]), r3)
+                    r4 = fma8(aj, splat8(zi[j, k + 4]), r4)
+                    r5 = fma8(aj, splat8(zi[j, k + 5]), r5)
+                    r6 = fma8(aj, splat8(zi[j, k + 6]), r6)
+                    r7 = fma8(aj, splat8(zi[j, k + 7]), r7)
+                store8_transposed(g, q * C + k, C, _finish_column(r0, gT, scaled, k, P, q, bv, divided),
+                                  _finish_column(r1, gT, scaled, k + 1, P, q, bv, divided),
+                                  _finish_column(r2, gT, scaled, k + 2, P, q, bv, divided),
+                                  _finish_column(r3, gT, scaled, k + 3, P, q, bv, divided),
+                                  _finish_column(r4, gT, scaled, k + 4, P, q, bv, divided),
+                                  _finish_column(r5, gT, scaled, k + 5, P, q, bv, divided),
+                                  _finish_column(r6, gT, scaled, k + 6, P, q, bv, divided),
+                                  _finish_column(r7, gT, scaled, k + 7, P, q, bv, divided))
+            for k in range(C8, C, 2):      # the last C mod 8 classes, two chains side by side, lane by lane out
+                k1 = min(k + 1, C - 1)     # (an odd last class computes its chain twice)
+                r0 = r1 = zero
+                for j in range(B):
+                    aj = load8(a, base + j * P + q)
+                    r0 = fma8(aj, splat8(zi[j, k]), r0)
+                    r1 = fma8(aj, splat8(zi[j, k1]), r1)
+                r0 = _finish_column(r0, gT, scaled, k, P, q, bv, divided)
+                r1 = _finish_column(r1, gT, scaled, k1, P, q, bv, divided)
+                store8_strided(g, q * C + k, C, r0)
+                store8_strided(g, q * C + k1, C, r1)
+        return P - P % 8
+
+    def other(g, a, base, zi, gT, scaled, b, divided):
+        return 0
+
+    return binary32 if g.dtype == numba.types.float32 else other
+
+
 @_jit
 def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov, subnormal_safe=False):
     """momentum_step on x, v (n, p C) with g_i = (a_iᵀ z_i) / b, a (n, B, p), z (n, B, C), b a scalar of x's dtype.
 
-    Per node the p x C products are summed in a C x p scratch (rows of a are contiguous, so the B-term chains
-    vectorize over p, four links per pass), divided by b, transposed into a row of x's layout, then the momentum
-    pass as in momentum_step (the division inside it, where that pass is the plain one)."""
+    Per node, in binary32 with C >= 8, the p x C products of whole blocks of 8 pixels and 8 classes are summed in
+    registers (eight B-term chains, one per class, each over 8 pixels), divided by b where that is done here, and
+    written to a row of x's layout by an 8 x 8 transposing store (``_outer_blocks``). The rest (the other dtypes,
+    the last C mod 8 classes, the last p mod 8 pixels) is summed in a C x p scratch (rows of a are contiguous, so the
+    chains vectorize over p, four links per pass), divided, then transposed into the row. Either way each entry is
+    the same chain. Then the momentum pass as in momentum_step (the division inside it, where that pass is the
+    plain one). The blocks save the scratch's transposition, which was half the time of the whole pass (a scalar
+    store per entry)."""
     n, B, P = a.shape
     C = z.shape[2]
     gT = np.empty((C, P), dtype=x.dtype)
@@ -392,41 +477,42 @@ def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov, subnormal
     left = np.empty(P * C, dtype=np.uint8)
     scaled = np.zeros(C, dtype=np.bool_)
     amax = np.empty(1)                 # max |a| of the node, computed where a column needs it
+    a_flat, gT_flat = a.reshape(-1), gT.reshape(-1)
     for i in range(n):
         xi, vi, ai, zi = x[i], v[i], a[i], z[i]
         amax[0] = -1.0
         any_scaled = False
         for k in range(C):
-            row = gT[k]
-            scaled[k] = _scaled_column(row, ai, zi, k, b, amax)
-            if scaled[k]:            # row = the chain divided by b already
-                any_scaled = True
+            scaled[k] = _scaled_column(gT[k], ai, zi, k, b, amax)   # row = the chain divided by b already
+            any_scaled |= scaled[k]
+        # the division here where the safe pass follows (it takes g divided) or a scaled column is divided already
+        divided = subnormal_safe or any_scaled
+        done = _outer_blocks(g, a_flat, i * B * P, zi, gT_flat, scaled, b, divided)   # pixels [0, done) in g
+        for k in range(C):
+            if scaled[k]:
                 continue
-            for q in range(P):
+            q0 = done
+            row = gT[k]
+            for q in range(q0, P):
                 row[q] = 0.0
             j = 0
             while j + 4 <= B:      # four links of the chain per pass over the row (one load and store, not four)
                 a0, a1, a2, a3 = ai[j], ai[j + 1], ai[j + 2], ai[j + 3]
                 z0, z1, z2, z3 = zi[j, k], zi[j + 1, k], zi[j + 2, k], zi[j + 3, k]
-                for q in range(P):
+                for q in range(q0, P):
                     row[q] = fma(a3[q], z3, fma(a2[q], z2, fma(a1[q], z1, fma(a0[q], z0, row[q]))))
                 j += 4
             while j < B:
                 aj, zk = ai[j], zi[j, k]
-                for q in range(P):
+                for q in range(q0, P):
                     row[q] = fma(aj[q], zk, row[q])
                 j += 1
-        # the division here where the safe pass follows (it takes g divided) or a scaled column divided already
-        divided = subnormal_safe or any_scaled
-        if divided:
-            for k in range(C):
-                if not scaled[k]:
-                    row = gT[k]
-                    for q in range(P):
-                        row[q] = row[q] / b
+            if divided:
+                for q in range(q0, P):
+                    row[q] = row[q] / b
         for k in range(C):     # gT's rows read in order, g written with stride C: 1.4x faster than q outer
             src = gT[k]
-            for q in range(P):
+            for q in range(done, P):
                 g[q * C + k] = src[q]
         if subnormal_safe:
             _row_pass(xi, vi, g, b, False, left, c, beta, neg_eta, wd, nesterov, True)
