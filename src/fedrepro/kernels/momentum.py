@@ -491,24 +491,23 @@ def outer_momentum_step(x, v, a, z, b, c, beta, neg_eta, wd, nesterov, subnormal
         for k in range(C):
             if scaled[k]:
                 continue
-            q0 = done
             row = gT[k]
-            for q in range(q0, P):
+            for q in range(done, P):
                 row[q] = 0.0
             j = 0
             while j + 4 <= B:      # four links of the chain per pass over the row (one load and store, not four)
                 a0, a1, a2, a3 = ai[j], ai[j + 1], ai[j + 2], ai[j + 3]
                 z0, z1, z2, z3 = zi[j, k], zi[j + 1, k], zi[j + 2, k], zi[j + 3, k]
-                for q in range(q0, P):
+                for q in range(done, P):
                     row[q] = fma(a3[q], z3, fma(a2[q], z2, fma(a1[q], z1, fma(a0[q], z0, row[q]))))
                 j += 4
             while j < B:
                 aj, zk = ai[j], zi[j, k]
-                for q in range(q0, P):
+                for q in range(done, P):
                     row[q] = fma(aj[q], zk, row[q])
                 j += 1
             if divided:
-                for q in range(q0, P):
+                for q in range(done, P):
                     row[q] = row[q] / b
         for k in range(C):     # gT's rows read in order, g written with stride C: 1.4x faster than q outer
             src = gT[k]
