@@ -139,14 +139,19 @@ def dense_conv2d(x: torch.Tensor, matrix: torch.Tensor, out_shape: tuple[int, ..
     return _from_reversed_pixel_rows(torch.mm(_pixel_rows(x), matrix.t()), out_shape, x)
 
 
+def _dense_forward(x: torch.Tensor, weight: torch.Tensor, stride, padding) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the convolution's output, its dense matrix): the one forward of both the autograd and the no-grad path."""
+    matrix = dense_conv_matrix(weight, x.shape[2:], stride, padding)
+    return dense_conv2d(x, matrix, _out_shape(x, weight, stride, padding)), matrix
+
+
 class _DenseConv(torch.autograd.Function):
     """A convolution whose windows cover the whole image: forward and input gradient through its dense matrix
     (kept for the backward: 16 MB for stage 4's), weight gradient tap by tap."""
 
     @staticmethod
     def forward(ctx, x, weight, stride, padding):
-        matrix = dense_conv_matrix(weight, x.shape[2:], stride, padding)
-        y = dense_conv2d(x, matrix, _out_shape(x, weight, stride, padding))
+        y, matrix = _dense_forward(x, weight, stride, padding)
         ctx.save_for_backward(x, matrix)
         ctx.stride, ctx.padding, ctx.kernel_size = stride, padding, weight.shape[2:]
         return y
@@ -196,8 +201,7 @@ class SmallOutputConv2d(nn.Conv2d):
             if covers_whole_image(x.shape[2:], self.kernel_size, self.stride, self.padding):
                 if grad:
                     return _DenseConv.apply(x, self.weight, self.stride, self.padding)
-                matrix = dense_conv_matrix(self.weight, x.shape[2:], self.stride, self.padding)
-                return dense_conv2d(x, matrix, _out_shape(x, self.weight, self.stride, self.padding))
+                return _dense_forward(x, self.weight, self.stride, self.padding)[0]
             _, _, Ho, Wo = _out_shape(x, self.weight, self.stride, self.padding)
             if grad and self.weight.requires_grad and Ho * Wo <= MAX_OUTPUT_PIXELS:
                 return _WeightGradByTaps.apply(x, self.weight, self.stride, self.padding)
