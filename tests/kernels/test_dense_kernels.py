@@ -132,6 +132,41 @@ def test_scaled_sign_in_place_is_the_message_added_to_the_bit(dtype, sign_of_zer
     assert torch.isnan(got[2]).all() and bool(torch.isnan(got[3]).any()) == (sign_of_zero == 0)   # 0 · inf
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("zero_is_positive", [False, True])
+def test_sign_scale_add_on_every_pair_of_special_values_is_its_rule_bit_for_bit(dtype, zero_is_positive):
+    """sign_scale_add against its rule applied entry by entry with NumPy scalars (x̂ + s, x̂ - s, x̂ + s · 0 for a
+    zero, x̂ + x for a NaN), on every pair (x, x̂) of signed zeros, subnormals, infinities and NaNs of both signs,
+    with finite scales (the branch-free rows) and infinite and NaN ones (the branching rows), NaN signs included.
+    (torch.sign gives 0 for NaN, but a row holding a NaN has a NaN scale, where both give NaN: the test above.)"""
+    from fedrepro.kernels.dense import sign_scale_add
+
+    tiny = np.finfo(dtype).smallest_normal / 4
+    specials = np.array([0.0, -0.0, 1.0, -1.5, tiny, -tiny, np.inf, -np.inf, np.nan, -np.nan, 3e-3], dtype=dtype)
+    x = np.tile(np.repeat(specials, len(specials)), (8, 1))      # every (x, x̂) pair in each row
+    xhat = np.tile(np.tile(specials, len(specials)), (8, 1))
+    scale = np.array([0.0, -0.0, 0.25, -2.0, tiny, np.inf, -np.inf, np.nan], dtype=dtype)
+
+    def rule(v, h, s):
+        if v > 0 or (v == 0 and zero_is_positive):
+            return h + s
+        if v < 0:
+            return h - s
+        if v == 0:
+            return h + s * dtype(0)
+        return h + v
+
+    want = xhat.copy()
+    for r, c in np.ndindex(*x.shape):
+        v, h, s = x[r, c], xhat[r, c], scale[r]
+        with np.errstate(invalid="ignore"):
+            want[r, c] = rule(v, h, s)
+    got = xhat.copy()
+    sign_scale_add(x, got, scale, zero_is_positive)
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    assert np.array_equal(got.view(bits), want.view(bits))
+
+
 def test_top_magnitudes_is_torch_topk_where_unique_and_declines_ties_and_nan():
     from fedrepro.comm import _backend as bk
     from fedrepro.kernels.dense import top_magnitudes
