@@ -261,10 +261,12 @@ def top_magnitudes(x, k, idx):
             bmax[j] = _magnitude_key(row[j])
         for s in range(nb, d - nb + 1, nb):
             piece = row[s : s + nb]
-            for j in range(nb):              # a compare and select, not max(): that form vectorizes
+            # a select stored every time: max() does not vectorize, and a store under an `if` needs masked
+            # stores (AVX-512); on AVX2 it ran 5.5x slower than this form
+            for j in range(nb):
                 b = _magnitude_key(piece[j])
-                if b > bmax[j]:
-                    bmax[j] = b
+                c = bmax[j]
+                bmax[j] = b if b > c else c
         tail = d - d % nb if d % nb else d
         for e in range(max(tail, nb), d):
             b = _magnitude_key(row[e])
