@@ -1,7 +1,9 @@
 """The workflow: dry runs at every scale, the smoke scale end to end, reruns on code changes, audit."""
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -277,7 +279,6 @@ def test_wall_clock_runs_ran_alone(smoke_run):
 def test_local_build_jobs_start_warm_and_give_what_cold_jobs_give(smoke_run):
     """The smoke build's jobs ran as warm copies (fedrepro.warm); two of its runs rerun cold give the same rows
     except the timing columns."""
-    import shutil
 
     import pandas as pd
 
@@ -301,6 +302,35 @@ def test_local_build_jobs_start_warm_and_give_what_cold_jobs_give(smoke_run):
             cold, warm_rows = pd.read_csv(csv), pd.read_csv(saved[csv])
             keep = [c for c in cold.columns if c not in TIMING_COLUMNS]
             pd.testing.assert_frame_equal(cold[keep], warm_rows[keep])
+    finally:
+        for f, copy in saved.items():
+            shutil.copy2(copy, f)
+            copy.unlink()
+    assert _planned_rules(smoke_run, "all") == {}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or shutil.which("taskset") is None,
+                    reason="needs os.sched_getaffinity and taskset (Linux)")
+def test_a_local_build_runs_no_more_jobs_at_once_than_its_cores(smoke_run):
+    """The README's `--cores 8`, in a process allowed one core (taskset), runs its jobs one after another:
+    common.smk's default `host_cores` limit is the cores the process may use, each job holding its threads (eight
+    one-thread jobs on a two-core laptop shared its caches for nothing: docs/architecture.md)."""
+    runs = [f"results/smoke/thesis/runs/{e}/as-stated.csv" for e in ("fig4_1", "fig4_2", "fig3_4")]
+    saved = {}
+    for csv in runs:
+        for f in (smoke_run / csv, smoke_run / f"{csv}.prov.json"):
+            saved[f] = f.with_name(f.name + ".kept")
+            shutil.copy2(f, saved[f])
+    try:
+        proc = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable, "-m", "snakemake",
+                               "--cores", "8", "-f", *runs, "--config", "scale=smoke", "warm=false"],
+                              cwd=smoke_run, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        jobs = _job_intervals(smoke_run)
+        ran = sorted(jobs[csv.replace("/runs/", "/logs/runs/").replace(".csv", ".log")] for csv in runs)
+        assert len(ran) == 3
+        for (_, end), (start, _) in zip(ran, ran[1:]):
+            assert start >= end, f"two jobs ran at once on one core: {ran}"
     finally:
         for f, copy in saved.items():
             shutil.copy2(copy, f)

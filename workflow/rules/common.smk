@@ -1,4 +1,5 @@
 # Config loading and validation, the artifact registry -> targets, and code dependencies derived from imports.
+import os
 from functools import lru_cache
 
 from snakemake.exceptions import WorkflowError
@@ -57,6 +58,17 @@ if "machine" not in workflow.global_resources:
 # each job gets its own GPU, so no limit there.  `--resources gpu=N` overrides.
 if workflow.local_exec and "gpu" not in workflow.global_resources:
     workflow.global_resources["gpu"] = 1
+# On one machine, no more jobs at once than the cores this process may use (each holds its threads): the README's
+# `--cores 8` would otherwise run eight one-thread jobs on a two-core laptop, sharing its caches and memory bandwidth
+# (the quick `all` took 15 min 23 s and 1,808 CPU-s with eight at once, 13 min 11 s and 1,497 CPU-s with two, the
+# same results; docs/architecture.md, "Where the time goes").  `--resources host_cores=N` overrides.
+HOST_CORES = (
+    len(os.sched_getaffinity(0))
+    if hasattr(os, "sched_getaffinity")
+    else (os.cpu_count() or 1)
+)
+if workflow.local_exec and "host_cores" not in workflow.global_resources:
+    workflow.global_resources["host_cores"] = HOST_CORES
 
 
 @lru_cache(maxsize=None)

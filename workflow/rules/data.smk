@@ -28,6 +28,7 @@ rule data_fetch:
         "../../environment.yml"
     threads: 1
     resources:
+        host_cores=1,
         mem_mb=3000,
         machine=1,
     params:
@@ -62,6 +63,7 @@ rule data_prepare:
         "../../environment.yml"
     threads: 1
     resources:
+        host_cores=1,
         mem_mb=4000,
         machine=1,
     params:

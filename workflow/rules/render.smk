@@ -44,6 +44,7 @@ rule render_table:
         "../../environment.yml"
     threads: 1
     resources:
+        host_cores=1,
         machine=1,
     params:
         nb=render_params,
@@ -96,6 +97,7 @@ rule render_figure:
         "../../environment.yml"
     threads: 1
     resources:
+        host_cores=1,
         machine=1,
     params:
         nb=render_params,
@@ -151,6 +153,7 @@ rule render_leaderboard:
         "../../environment.yml"
     threads: 1
     resources:
+        host_cores=1,
         machine=1,
     params:
         nb=lambda wc: {"plugins": list(config.get("comm", {}).get("plugins") or [])},
