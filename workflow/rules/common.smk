@@ -61,7 +61,7 @@ if workflow.local_exec and "gpu" not in workflow.global_resources:
 # On one machine, no more jobs at once than the cores this process may use (each holds its threads): the README's
 # `--cores 8` would otherwise run eight one-thread jobs on a two-core laptop, sharing its caches and memory bandwidth
 # (the quick `all` took 15 min 23 s and 1,808 CPU-s with eight at once, 13 min 11 s and 1,497 CPU-s with two, the
-# same results; docs/architecture.md, "Where the time goes").  `--resources host_cores=N` overrides.
+# same results; docs/architecture.md, "Profiles").  `--resources host_cores=N` overrides.
 HOST_CORES = (
     len(os.sched_getaffinity(0))
     if hasattr(os, "sched_getaffinity")
