@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 from conftest import snakemake
@@ -276,6 +277,23 @@ def test_wall_clock_runs_ran_alone(smoke_run):
         assert not beside, f"{log} ran beside {beside}"
 
 
+@contextmanager
+def _outputs_kept(paths):
+    """Copies of these run outputs and their sidecars, put back with their times afterwards (a test that reruns
+    them leaves the smoke build as it was): yields {output: its copy}."""
+    saved = {}
+    for csv in paths:
+        for f in (csv, csv.with_name(csv.name + ".prov.json")):
+            saved[f] = f.with_name(f.name + ".kept")
+            shutil.copy2(f, saved[f])
+    try:
+        yield saved
+    finally:
+        for f, copy in saved.items():
+            shutil.copy2(copy, f)
+            copy.unlink()
+
+
 def test_local_build_jobs_start_warm_and_give_what_cold_jobs_give(smoke_run):
     """The smoke build's jobs ran as warm copies (fedrepro.warm); two of its runs rerun cold give the same rows
     except the timing columns."""
@@ -288,12 +306,7 @@ def test_local_build_jobs_start_warm_and_give_what_cold_jobs_give(smoke_run):
     warm = [p for p in logs if "in a warm copy (fedrepro.warm)" in p.read_text()]
     assert len(warm) >= 0.8 * len(logs), f"{len(warm)} of {len(logs)} job logs say warm"
     runs = [smoke_run / f"results/smoke/thesis/runs/{e}/as-stated.csv" for e in ("fig4_1", "fig3_4")]
-    saved = {}
-    for csv in runs:
-        for f in (csv, csv.with_name(csv.name + ".prov.json")):
-            saved[f] = f.with_name(f.name + ".warm")
-            shutil.copy2(f, saved[f])
-    try:
+    with _outputs_kept(runs) as saved:
         snakemake("--cores", "2", "-f", *[str(p.relative_to(smoke_run)) for p in runs], "--config", "scale=smoke",
                   "warm=false", cwd=smoke_run)
         for csv in runs:
@@ -302,10 +315,6 @@ def test_local_build_jobs_start_warm_and_give_what_cold_jobs_give(smoke_run):
             cold, warm_rows = pd.read_csv(csv), pd.read_csv(saved[csv])
             keep = [c for c in cold.columns if c not in TIMING_COLUMNS]
             pd.testing.assert_frame_equal(cold[keep], warm_rows[keep])
-    finally:
-        for f, copy in saved.items():
-            shutil.copy2(copy, f)
-            copy.unlink()
     assert _planned_rules(smoke_run, "all") == {}
 
 
@@ -316,12 +325,7 @@ def test_a_local_build_runs_no_more_jobs_at_once_than_its_cores(smoke_run):
     common.smk's default `host_cores` limit is the cores the process may use, each job holding its threads (eight
     one-thread jobs on a two-core laptop shared its caches for nothing: docs/architecture.md)."""
     runs = [f"results/smoke/thesis/runs/{e}/as-stated.csv" for e in ("fig4_1", "fig4_2", "fig3_4")]
-    saved = {}
-    for csv in runs:
-        for f in (smoke_run / csv, smoke_run / f"{csv}.prov.json"):
-            saved[f] = f.with_name(f.name + ".kept")
-            shutil.copy2(f, saved[f])
-    try:
+    with _outputs_kept([smoke_run / csv for csv in runs]):
         proc = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable, "-m", "snakemake",
                                "--cores", "8", "-f", *runs, "--config", "scale=smoke", "warm=false"],
                               cwd=smoke_run, capture_output=True, text=True, timeout=900)
@@ -331,8 +335,4 @@ def test_a_local_build_runs_no_more_jobs_at_once_than_its_cores(smoke_run):
         assert len(ran) == 3
         for (_, end), (start, _) in zip(ran, ran[1:]):
             assert start >= end, f"two jobs ran at once on one core: {ran}"
-    finally:
-        for f, copy in saved.items():
-            shutil.copy2(copy, f)
-            copy.unlink()
     assert _planned_rules(smoke_run, "all") == {}
