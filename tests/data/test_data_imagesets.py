@@ -175,3 +175,78 @@ def test_the_shared_jpeg_archive_decodes_to_the_real_cifar10_train_statistics(tm
     mean, std = x.mean(axis=0), x.std(axis=0)
     assert np.all(np.abs(mean - OFFICIAL_MEAN) < 1e-3), mean
     assert np.all((OFFICIAL_STD - std > 0) & (OFFICIAL_STD - std < 2.5e-3)), std
+
+
+def _encoded(kind: str, rng: np.random.Generator) -> bytes:
+    """One small image file of `kind` (JPEGs of every layout PIL writes, PNGs), half noise, half a smooth ramp, so that
+    chroma upsampling and the IDCT's rounding both matter."""
+    import io
+
+    h, w = 20, 28
+    ramp = np.linspace(0, 255, h * w * 3).reshape(h, w, 3)
+    x = np.where(np.arange(w)[None, :, None] < w // 2, rng.integers(0, 256, (h, w, 3)), ramp).astype(np.uint8)
+    im = Image.fromarray(x)
+    fmt, opts = "JPEG", {"quality": 75}
+    if kind == "jpeg-420":
+        opts["subsampling"] = 2
+    elif kind == "jpeg-422":
+        opts["subsampling"] = 1
+    elif kind == "jpeg-444":
+        opts["subsampling"] = 0
+    elif kind == "jpeg-progressive":
+        opts.update(progressive=True, subsampling=2)
+    elif kind == "jpeg-grey":
+        im = im.convert("L")
+    elif kind == "jpeg-cmyk":
+        im = im.convert("CMYK")
+    elif kind == "png-rgb":
+        fmt, opts = "PNG", {}
+    elif kind == "png-palette":
+        fmt, opts, im = "PNG", {}, im.convert("P")
+    buf = io.BytesIO()
+    im.save(buf, fmt, **opts)
+    return buf.getvalue()
+
+
+KINDS = ["jpeg-420", "jpeg-422", "jpeg-444", "jpeg-progressive", "jpeg-grey", "jpeg-cmyk", "png-rgb", "png-palette"]
+
+
+def test_decode_rgb_gives_pils_pixels_for_every_kind_of_file_and_sends_only_8_bit_grey_or_colour_jpegs_to_torchvision(
+        monkeypatch):
+    import io
+
+    import torchvision.io
+
+    from fedrepro.data.imagesets import decode_rgb, jpeg_frame
+
+    rng = np.random.default_rng(3)
+    raws = [_encoded(kind, rng) for kind in KINDS for _ in range(3)]
+    expected = [np.asarray(Image.open(io.BytesIO(raw)).convert("RGB"), dtype=np.uint8) for raw in raws]
+    seen = []
+    real_decode = torchvision.io.decode_jpeg
+    monkeypatch.setattr(torchvision.io, "decode_jpeg",
+                        lambda data, **kw: seen.extend(bytes(d.numpy()) for d in data) or real_decode(data, **kw))
+    got = decode_rgb(raws)
+    fast_kinds = {"jpeg-420", "jpeg-422", "jpeg-444", "jpeg-progressive", "jpeg-grey"}
+    assert seen == [raw for kind, raw in zip(np.repeat(KINDS, 3), raws) if kind in fast_kinds]
+    for kind, raw, want, x in zip(np.repeat(KINDS, 3), raws, expected, got):
+        assert x.dtype == np.uint8 and x.shape == want.shape == (20, 28, 3), kind
+        assert np.array_equal(x, want), kind
+    frames = {kind: jpeg_frame(_encoded(kind, rng)) for kind in KINDS}
+    assert frames == {"jpeg-420": (8, 3), "jpeg-422": (8, 3), "jpeg-444": (8, 3), "jpeg-progressive": (8, 3),
+                      "jpeg-grey": (8, 1), "jpeg-cmyk": (8, 4), "png-rgb": None, "png-palette": None}
+    assert jpeg_frame(b"\xff\xd8\xff\xda\x00\x02") is None and jpeg_frame(b"") is None
+
+
+def test_a_damaged_jpeg_among_good_ones_fails_as_pil_fails_on_it():
+    import io
+
+    from fedrepro.data.imagesets import decode_rgb
+
+    rng = np.random.default_rng(4)
+    good = [_encoded("jpeg-420", rng) for _ in range(3)]
+    bad = good[0][: len(good[0]) // 3]          # a truncated file: PIL raises on it, and so must decode_rgb
+    with pytest.raises(OSError) as pil_error:
+        Image.open(io.BytesIO(bad)).convert("RGB")
+    with pytest.raises(type(pil_error.value)):
+        decode_rgb([good[1], bad, good[2]])
