@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import io
 import shutil
 import tarfile
 import zipfile
@@ -180,8 +181,6 @@ def test_the_shared_jpeg_archive_decodes_to_the_real_cifar10_train_statistics(tm
 def _encoded(kind: str, rng: np.random.Generator) -> bytes:
     """One small image file of `kind` (JPEGs of every layout PIL writes, PNGs), half noise, half a smooth ramp, so that
     chroma upsampling and the IDCT's rounding both matter."""
-    import io
-
     h, w = 20, 28
     ramp = np.linspace(0, 255, h * w * 3).reshape(h, w, 3)
     x = np.where(np.arange(w)[None, :, None] < w // 2, rng.integers(0, 256, (h, w, 3)), ramp).astype(np.uint8)
@@ -213,8 +212,6 @@ KINDS = ["jpeg-420", "jpeg-422", "jpeg-444", "jpeg-progressive", "jpeg-grey", "j
 
 def test_decode_rgb_gives_pils_pixels_for_every_kind_of_file_and_sends_only_8_bit_grey_or_colour_jpegs_to_torchvision(
         monkeypatch):
-    import io
-
     import torchvision.io
 
     from fedrepro.data.imagesets import decode_rgb, jpeg_frame
@@ -239,8 +236,6 @@ def test_decode_rgb_gives_pils_pixels_for_every_kind_of_file_and_sends_only_8_bi
 
 
 def test_a_damaged_jpeg_among_good_ones_fails_as_pil_fails_on_it():
-    import io
-
     from fedrepro.data.imagesets import decode_rgb
 
     rng = np.random.default_rng(4)

@@ -161,7 +161,7 @@ def prepare_imageset(path: str | Path, layout: dict) -> dict:
     path = Path(path)
     classes, per_class = list(layout["classes"]), dict(layout["per_class"])
     H, W = layout["image_size"]
-    images: dict = {s: [] for s in per_class}
+    members: dict = {s: [] for s in per_class}      # per split: indices into names / raws
     labels: dict = {s: [] for s in per_class}
     names, raws, skipped = [], [], 0
     for name, raw in _members(path):
@@ -172,12 +172,12 @@ def prepare_imageset(path: str | Path, layout: dict) -> dict:
         names.append(name)
         raws.append(raw)
         labels[where[0]].append(where[1])
-        images[where[0]].append(len(raws) - 1)
+        members[where[0]].append(len(raws) - 1)
     decoded = decode_rgb(raws)
     for name, x in zip(names, decoded):
         if x.shape != (H, W, 3):
             raise ImageSetError(f"{path}: {name} is {x.shape[1]}x{x.shape[0]}, not {W}x{H}")
-    images = {split: [decoded[i] for i in idx] for split, idx in images.items()}
+    images = {split: [decoded[i] for i in idx] for split, idx in members.items()}
     out = {"classes": np.array(classes)}
     for split, n in per_class.items():
         y = np.asarray(labels[split], dtype=np.int64)
