@@ -33,8 +33,27 @@ def sample_rows(rng: np.random.Generator, n_views: int, J: int, batch: int, incr
     if batch >= J:
         return np.tile(np.arange(J), (n_views, 1))
     if increasing:
+        if J <= WHOLE_ROW_J:
+            return _smallest_keys_increasing_rows(keys, batch)
         return np.stack([_smallest_keys_increasing(k, batch) for k in keys])
     return np.argpartition(keys, batch, axis=1)[:, :batch]
+
+
+# Up to this many rows, one partition of every view's whole key row beats the candidate search view by view (Python
+# overhead per view); above it the search wins (measured: 23 against 44 us at (I, J, B) = (3, 500, 150), 110 against
+# 92 us at (3, 4000, 500)).  Both give the same rows.
+WHOLE_ROW_J = 2048
+
+
+def _smallest_keys_increasing_rows(keys: np.ndarray, batch: int) -> np.ndarray:
+    """`_smallest_keys_increasing` for every row of `keys` (n_views, J) at once: the keys at or below each row's
+    batch-th smallest, in increasing order.  A tie at a threshold (more than `batch` in a row) takes the per-view
+    path, whose own fallback decides it."""
+    kth = np.partition(keys, batch - 1, axis=1)[:, batch - 1 : batch]
+    cols = np.flatnonzero(keys <= kth) % keys.shape[1]
+    if cols.size != len(keys) * batch:
+        return np.stack([_smallest_keys_increasing(k, batch) for k in keys])
+    return cols.reshape(len(keys), batch)
 
 
 def _smallest_keys_increasing(keys: np.ndarray, batch: int) -> np.ndarray:
@@ -106,6 +125,7 @@ class DenseViews(_Views):
         self.X = X
         I, J, N = X.shape
         super().__init__(J=J, N=N, I=I, gram=np.swapaxes(X, 1, 2) @ X)
+        self._view_offsets = (np.arange(I) * J)[:, None]  # row r of view i is row i J + r of X.reshape(I J, N)
 
     def apply(self, Q: np.ndarray) -> np.ndarray:
         """M_i = X_i Q_i, (I, J, K)."""
@@ -118,8 +138,10 @@ class DenseViews(_Views):
     def batch_gradient(self, rows: np.ndarray, Q: np.ndarray, Ghat: np.ndarray) -> np.ndarray:
         """(J/B) X_F^T (X_F Q - Ghat_F) per view with its own rows F (I, B): unbiased (spec §3.1.3)."""
         B = rows.shape[1]
-        XF = self.X[np.arange(self.I)[:, None], rows]  # (I, B, N)
-        resid = XF @ Q - Ghat[rows]  # (I, B, K)
+        # the gathers as np.take on the (I J, N) stack: the same rows as X[arange(I)[:, None], rows] and Ghat[rows],
+        # 2-3x faster at the paper's B = 150 (per step: 15 -> 6 and 6.6 -> 2.6 us)
+        XF = np.take(self.X.reshape(-1, self.N), rows + self._view_offsets, axis=0)  # (I, B, N)
+        resid = XF @ Q - np.take(Ghat, rows, axis=0)  # (I, B, K)
         return (self.J / B) * (np.swapaxes(XF, 1, 2) @ resid)
 
 
