@@ -262,6 +262,34 @@ def test_logistic_expected_cost_quadrature_and_gradient():
     assert np.all(edge_values(prob.x_true, prob.graph, prob.c) <= 0)
 
 
+def test_logistic_expected_cost_is_the_two_softplus_quadrature_to_the_bit():
+    """expected_cost evaluates softplus(-b) and softplus(b) from one shared log1p(exp(-|b|)); the value must be the
+    plain formula's, sa logaddexp(0, -b) + (1 - sa) logaddexp(0, b), bit for bit (also where b is 0, huge or
+    infinite), so the quick ch. 4 numbers do not move."""
+    import fedrepro.mtl.problems as problems
+
+    rng = np.random.default_rng(7)
+    prob = make_logistic(6, 4, 0.6, 40 / np.sqrt(6), (-10, -7), 0.3, 100, rng, rng, rng)
+    for X in (rng.standard_normal((6, 4)) * 0.5, prob.x_true, -prob.x_true, np.zeros((6, 4)),
+              rng.standard_normal((6, 4)) * 1e3, rng.standard_normal((6, 4)) * 1e-200):
+        s_aa = np.einsum("nd,nd->n", prob.x_true, prob.x_true)
+        s_ab = np.einsum("nd,nd->n", prob.x_true, X)
+        l11 = np.sqrt(s_aa)
+        l21 = s_ab / l11
+        l22 = np.sqrt(np.maximum(np.einsum("nd,nd->n", X, X) - l21**2, 0.0))
+        z1, z2 = problems._GH_NODES[:, None], problems._GH_NODES[None, :]
+        a = l11[:, None, None] * z1
+        b = l21[:, None, None] * z1 + l22[:, None, None] * z2
+        sa = problems._sigmoid(a)
+        plain = sa * np.logaddexp(0.0, -b) + (1.0 - sa) * np.logaddexp(0.0, b)
+        w = problems._GH_WEIGHTS[:, None] * problems._GH_WEIGHTS[None, :]
+        assert np.array_equal(prob.expected_cost(X), np.einsum("kl,nkl->n", w, plain))
+    b = np.array([0.0, -0.0, 1e-300, -1e-300, 3.5, -3.5, 40.0, -40.0, 800.0, -800.0, np.inf, -np.inf])
+    shared = np.logaddexp(0.0, -np.abs(b))
+    assert np.array_equal(np.maximum(-b, 0.0) + shared, np.logaddexp(0.0, -b))
+    assert np.array_equal(np.maximum(b, 0.0) + shared, np.logaddexp(0.0, b))
+
+
 # ---- reference solver ---------------------------------------------------------------------------
 
 def test_scipy_reference_satisfies_kkt_with_active_constraints():
