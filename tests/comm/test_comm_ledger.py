@@ -55,6 +55,20 @@ def test_ledger_infers_nodes_and_rejects_bad_input():
         ledger.total(field="joules")
 
 
+def test_ledger_checks_compressed_messages_and_takes_mixed_shapes_column_by_column():
+    sign = get_compressor("sign")
+    with pytest.raises(ValueError, match="n_nodes"):  # a broadcast needs to know how many nodes receive it
+        BitLedger().record("down", sign(np.ones((5, 2)), None, batched=False))
+    ledger = BitLedger(2)
+    with pytest.raises(ValueError, match="2 nodes"):
+        ledger.record("up", sign(np.ones((3, 4)), None))
+    msg = sign(np.ones((2, 4)), None)  # 4 signs + a 32-bit scale per node
+    msg.counts["seeds"] = np.array(0)  # one column a broadcast, the others per node
+    ledger.record("up", msg, step=0)
+    np.testing.assert_array_equal(ledger.total("up"), [36, 36])
+    np.testing.assert_array_equal(ledger.total("up", field="n_signs"), [4, 4])
+
+
 # ----------------------------------------------------------------------------- gcca (§3.8, §4.3)
 
 

@@ -83,13 +83,17 @@ def index_width(index_bits: int | str, space: int) -> int:
 
 
 def build_compressed(value: Any, enc: Encoding, batch: int, entries: int, batched: bool) -> Compressed:
-    shape = (batch,) if batched else ()
-    counts = {k: np.full(shape, int(enc.counts.get(k, 0)), dtype=np.int64) for k in COUNT_KINDS}
+    counts = [int(enc.counts.get(k, 0)) for k in COUNT_KINDS]
     widths = {k: int(enc.widths.get(k, 0)) for k in COUNT_KINDS}
-    parts = {k: counts[k] * widths[k] for k in PART_KINDS}
-    parts["indices"] = parts["indices"] + counts["seeds"] * widths["seeds"]
-    bits = sum(parts.values(), np.zeros(shape, dtype=np.int64))
-    return Compressed(value, bits, parts, counts, widths, enc.index_space, entries)
+    parts = [c * widths[k] for c, k in zip(counts, PART_KINDS)]
+    parts[PART_KINDS.index("indices")] += counts[COUNT_KINDS.index("seeds")] * widths["seeds"]  # seeds priced as indices
+    # every element of the batch carries the same counts: one (1 + 4 + 5, B) table, each entry a row of it (one
+    # allocation a message instead of ten; compressors run once per node and step, so this is per-call overhead)
+    column = np.array([sum(parts), *parts, *counts], dtype=np.int64)
+    table = np.repeat(column[:, None], batch, axis=1) if batched else column
+    rows = [table[i, ...] for i in range(len(column))]   # views: (B,) each, or 0-d arrays when not batched
+    return Compressed(value, rows[0], dict(zip(PART_KINDS, rows[1:5])), dict(zip(COUNT_KINDS, rows[5:])), widths,
+                      enc.index_space, entries)
 
 
 class Compressor:

@@ -61,7 +61,8 @@ class BitLedger:
             rows = np.zeros((len(FIELDS), per_node.shape[0]), dtype=np.int64)
             rows[0] = per_node
             self._uncounted.add(key)
-        rows = rows * self._per_node(np.asarray(copies, dtype=np.int64), "copies")
+        if not (isinstance(copies, int) and copies == 1):   # the common case: one copy, nothing to scale
+            rows = rows * self._per_node(np.asarray(copies, dtype=np.int64), "copies")
         self._acc[key] = self._acc.get(key, 0) + rows
 
     def _n(self) -> int:
@@ -88,6 +89,17 @@ class BitLedger:
             + [out.counts[k] for k in COUNT_KINDS]
             + [out.counts["indices"] * log2_width]
         )
+        # one array call where every column has one shape (what build_compressed makes): a few us a message
+        # instead of twelve conversions; mixed shapes go column by column
+        try:
+            rows = np.array(columns, dtype=np.int64)
+        except ValueError:
+            rows = None
+        if rows is not None and rows.ndim == 2:
+            self._per_node(rows[0], "bits")            # checks (or sets) the node count
+            return rows
+        if rows is not None and rows.ndim == 1:        # a broadcast: every node receives it
+            return np.repeat(rows[:, None], self._n(), axis=1)
         return np.stack([self._per_node(np.asarray(c, dtype=np.int64), "bits") for c in columns])
 
     # --- reading -----------------------------------------------------------------------------
