@@ -90,17 +90,15 @@ class BitLedger:
             + [out.counts["indices"] * log2_width]
         )
         # one array call where every column has one shape (what build_compressed makes): a few us a message
-        # instead of twelve conversions; mixed shapes go column by column
+        # instead of twelve conversions
         try:
             rows = np.array(columns, dtype=np.int64)
-        except ValueError:
-            rows = None
-        if rows is not None and rows.ndim == 2:
-            self._per_node(rows[0], "bits")            # checks (or sets) the node count
-            return rows
-        if rows is not None and rows.ndim == 1:        # a broadcast: every node receives it
+        except ValueError:                              # mixed shapes: column by column
+            return np.stack([self._per_node(np.asarray(c, dtype=np.int64), "bits") for c in columns])
+        if rows.ndim == 1:                              # a broadcast: every node receives it
             return np.repeat(rows[:, None], self._n(), axis=1)
-        return np.stack([self._per_node(np.asarray(c, dtype=np.int64), "bits") for c in columns])
+        self._per_node(rows[0], "bits")                 # checks (or sets) the node count
+        return rows
 
     # --- reading -----------------------------------------------------------------------------
     def steps(self, direction: str | None = None) -> np.ndarray:

@@ -22,6 +22,12 @@ if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for 
 RANK_CUTOFF = 1e-10  # relative eigenvalue cut-off of the pseudo-inverse (spec §3.3)
 
 
+# Up to this many rows, one partition of every view's whole key row beats the candidate search view by view (Python
+# overhead per view); above it the search wins (measured: 23 against 44 us at (I, J, B) = (3, 500, 150), 110 against
+# 92 us at (3, 4000, 500)).  Both give the same rows.
+WHOLE_ROW_J = 2048
+
+
 def sample_rows(rng: np.random.Generator, n_views: int, J: int, batch: int, increasing: bool = False) -> np.ndarray:
     """(I, batch) row indices, uniform without replacement, drawn independently per view (spec §3.1.3): per view
     the rows of the `batch` smallest of J uniform keys.
@@ -37,12 +43,6 @@ def sample_rows(rng: np.random.Generator, n_views: int, J: int, batch: int, incr
             return _smallest_keys_increasing_rows(keys, batch)
         return np.stack([_smallest_keys_increasing(k, batch) for k in keys])
     return np.argpartition(keys, batch, axis=1)[:, :batch]
-
-
-# Up to this many rows, one partition of every view's whole key row beats the candidate search view by view (Python
-# overhead per view); above it the search wins (measured: 23 against 44 us at (I, J, B) = (3, 500, 150), 110 against
-# 92 us at (3, 4000, 500)).  Both give the same rows.
-WHOLE_ROW_J = 2048
 
 
 def _smallest_keys_increasing_rows(keys: np.ndarray, batch: int) -> np.ndarray:
