@@ -74,16 +74,19 @@ def huge_page_environment(environ: Mapping[str, str]) -> dict[str, str]:
     out = {}
     if "THP_MEM_ALLOC_ENABLE" not in environ:
         out["THP_MEM_ALLOC_ENABLE"] = "1"
-    tunables = environ.get("GLIBC_TUNABLES", "")
-    if not any(t.split("=", 1)[0] == GLIBC_HUGE_PAGES for t in tunables.split(":")):
-        out["GLIBC_TUNABLES"] = ":".join(filter(None, (tunables, f"{GLIBC_HUGE_PAGES}=1")))
+    if GLIBC_HUGE_PAGES not in _glibc_tunables(environ):
+        out["GLIBC_TUNABLES"] = ":".join(filter(None, (environ.get("GLIBC_TUNABLES"), f"{GLIBC_HUGE_PAGES}=1")))
     return out
 
 
 def huge_pages_on(environ: Mapping[str, str]) -> bool:
     """Whether this environment asks for huge pages in both torch and glibc (what a job's log reports)."""
-    tunables = dict(t.split("=", 1) for t in environ.get("GLIBC_TUNABLES", "").split(":") if "=" in t)
-    return environ.get("THP_MEM_ALLOC_ENABLE") == "1" and tunables.get(GLIBC_HUGE_PAGES) == "1"
+    return environ.get("THP_MEM_ALLOC_ENABLE") == "1" and _glibc_tunables(environ).get(GLIBC_HUGE_PAGES) == "1"
+
+
+def _glibc_tunables(environ: Mapping[str, str]) -> dict[str, str]:
+    """GLIBC_TUNABLES ("name=value:name=value") as a dict."""
+    return dict(t.split("=", 1) for t in environ.get("GLIBC_TUNABLES", "").split(":") if "=" in t)
 
 
 def choose_device(preference: str = "auto") -> str:
