@@ -200,3 +200,30 @@ def test_derived_configurations_take_each_method_at_its_chosen_gamma():
     assert set(out.loc[out.method == "squarm", "trigger_reference"]) == {"copy", "last_sent"}
     # every row of a chosen run comes along: 5 steps x 4 metrics
     assert (out.groupby(["configuration", "method"]).size() == 20).all()
+
+
+# ---- ch3:A-42: per-channel normalization with the training set's statistics ---------------------------------------
+
+def test_normalized_images_are_the_training_statistics_formula():
+    """Both splits standardized with the training set's per-channel mean and std, element by element the floats of
+    NumPy's (x - mean) / std in float32, and the channel statistics those of the training images (not the test's)."""
+    from fedrepro.decentral.experiments import NormalizedImages
+
+    rng = np.random.default_rng(7)
+    x_train = rng.random((40, 3, 5, 6), dtype=np.float32) * np.array([1.0, 2.0, 0.5], np.float32)[None, :, None, None]
+    x_test = rng.random((9, 3, 5, 6), dtype=np.float32)
+    split = SimpleNamespace(x_train=x_train, y_train=np.arange(40) % 4, x_test=x_test, y_test=np.arange(9) % 4)
+    before = x_train.copy()
+    images = NormalizedImages(split)
+    np.testing.assert_array_equal(x_train, before)   # the loaded images are shared with torch, never written
+    # the float32 statistics the class computes, checked against float64 NumPy (sample std, n - 1) ...
+    m32 = torch.as_tensor(x_train).mean(dim=(0, 2, 3), keepdim=True).numpy()
+    s32 = (torch.as_tensor(x_train).std(dim=(0, 2, 3), keepdim=True) + 1e-6).numpy()
+    np.testing.assert_allclose(m32, x_train.astype(np.float64).mean(axis=(0, 2, 3), keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(s32, x_train.astype(np.float64).std(axis=(0, 2, 3), ddof=1, keepdims=True) + 1e-6,
+                               rtol=1e-5)
+    # ... then applied element by element, bit for bit, to both splits
+    np.testing.assert_array_equal(images.x.numpy(), (x_train - m32) / s32)
+    np.testing.assert_array_equal(images.xt.numpy(), (x_test - m32) / s32)
+    assert images.x.dtype == images.xt.dtype == torch.float32
+    np.testing.assert_array_equal(images.y.numpy(), split.y_train)
