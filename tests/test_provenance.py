@@ -259,3 +259,23 @@ def test_a_remembered_digest_is_never_reused_for_changed_bytes(tmp_path):
     young.write_bytes(b"c")
     sha256_file(young)
     assert hashlib.sha256(b"c").hexdigest() not in hashing._DIGESTS.values()
+
+
+def test_sidecars_record_the_installed_versions_each_as_its_own_copy(tmp_path):
+    """The versions a sidecar records are importlib.metadata's (looked up once per process), and a caller that
+    edits its record does not change the next sidecar's."""
+    import importlib.metadata
+    import platform
+
+    from fedrepro.provenance.sidecar import package_versions
+
+    first = package_versions()
+    assert first["python"] == platform.python_version()
+    assert first["numpy"] == importlib.metadata.version("numpy")
+    assert first["torch"] == importlib.metadata.version("torch")
+    first["numpy"] = "edited"
+    out = tmp_path / "a.csv"
+    out.write_text("x\n1\n")
+    write_sidecars([out], rule="test", config={}, inputs=[])
+    recorded = json.loads((tmp_path / "a.csv.prov.json").read_text())["versions"]
+    assert recorded["numpy"] == importlib.metadata.version("numpy")

@@ -111,6 +111,7 @@ class _Server:
             yield
         _draw_once()
         _export_once()
+        _versions_once()
         self._record_sources(root)
 
     def _record_sources(self, root: Path) -> None:
@@ -294,6 +295,17 @@ def _export_once() -> None:
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         importlib.import_module("fedrepro.execute").export_html(nb)
     except Exception:  # noqa: BLE001 - only a cache: the jobs export without it
+        pass
+
+
+def _versions_once() -> None:
+    """The package versions every sidecar records (`fedrepro.provenance.sidecar.package_versions`, cached per
+    process), looked up here once for all the copies; by name, as in `_draw_once`."""
+    try:
+        import importlib
+
+        importlib.import_module("fedrepro.provenance.sidecar").package_versions()
+    except Exception:  # noqa: BLE001 - only a cache: the jobs look them up themselves
         pass
 
 
