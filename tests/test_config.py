@@ -193,3 +193,28 @@ def test_a_key_given_twice_is_an_error_naming_the_file_and_line(tmp_path):
     ok = tmp_path / "anchors.yaml"  # merge keys (<<) of anchors are not duplicates
     ok.write_text("a: &x {k: 1}\nb:\n  <<: *x\n  j: 2\n")
     assert load_yaml(ok)["b"] == {"k": 1, "j": 2}
+
+
+def test_a_parsed_file_is_reused_only_for_the_same_bytes_and_never_shared(tmp_path):
+    """load_yaml keeps each file's parse by its bytes: an edit of the same size and time stamp is parsed afresh,
+    and a caller that changes what it got does not change the next caller's value."""
+    import os
+
+    path = tmp_path / "reg.yaml"
+    path.write_text("experiments: {a: {T: 10}}\nanchor: &x {k: [1, 2]}\nalias: *x\n")
+    first = load_yaml(path)
+    first["experiments"]["a"]["T"] = 99
+    second = load_yaml(path)
+    assert second["experiments"]["a"]["T"] == 10
+    assert second["alias"] is second["anchor"]               # YAML's alias stays one object, as the parser made it
+    stat = path.stat()
+    path.write_text("experiments: {a: {T: 20}}\nanchor: &x {k: [1, 2]}\nalias: *x\n")   # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))   # and the same time stamp
+    assert load_yaml(path)["experiments"]["a"]["T"] == 20
+
+
+def test_a_file_that_is_not_utf8_names_the_file(tmp_path):
+    path = tmp_path / "latin.yaml"
+    path.write_bytes("label: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin\.yaml is not UTF-8 text.*save it as UTF-8"):
+        load_yaml(path)
