@@ -126,6 +126,53 @@ def test_a_cancelled_job_takes_its_copy_with_it(tmp_path, server):
         time.sleep(0.05)
 
 
+CACHE_JOB = textwrap.dedent("""
+    import hashlib, os, sys
+    from fedrepro.warm import handoff
+    handoff()
+    from fedrepro import config
+    from fedrepro.provenance import sidecar
+    key = hashlib.sha256(open(sys.argv[1], "rb").read()).digest()
+    print("cache", os.getpid(), key in config._PARSED, sidecar._package_versions.cache_info().currsize,
+          config.load_yaml(sys.argv[1])["experiments"]["e"]["T"], flush=True)
+""")
+
+
+def test_copies_inherit_the_parsed_registries_and_versions_but_never_a_stale_parse(tmp_path):
+    """After its preload the server has parsed config/ and looked up the package versions; a copy finds both
+    cached, and a registry edited afterwards is parsed afresh (its bytes are another key)."""
+    root = tmp_path / "repo"
+    (root / "config" / "papers").mkdir(parents=True)
+    registry = root / "config" / "papers" / "p.yaml"
+    registry.write_text("paper: p\nexperiments: {e: {T: 10}}\n")
+    script = tmp_path / "cache_job.py"
+    script.write_text(CACHE_JOB)
+    sock = str(tmp_path / "socket")
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    server = subprocess.Popen([sys.executable, "-m", "fedrepro.warm", "serve", sock, str(root), "json"], env=env)
+    try:
+        job_env = {**env, warm.ENV: sock}
+        deadline = time.monotonic() + 120
+        while True:   # jobs that arrive during the preload get what is loaded so far
+            if os.path.exists(sock):
+                run = subprocess.run([sys.executable, str(script), str(registry)], env=job_env, capture_output=True,
+                                     text=True, timeout=60)
+                fields = next(x for x in run.stdout.splitlines() if x.startswith("cache ")).split()
+                if fields[2:4] == ["True", "1"]:
+                    break
+            assert time.monotonic() < deadline, f"no copy ever found the caches filled: {fields}"
+            time.sleep(0.2)
+        assert fields[4] == "10"
+        registry.write_text("paper: p\nexperiments: {e: {T: 20}}\n")   # edited during the build
+        run = subprocess.run([sys.executable, str(script), str(registry)], env=job_env, capture_output=True,
+                             text=True, timeout=60)
+        fields = next(x for x in run.stdout.splitlines() if x.startswith("cache ")).split()
+        assert fields[2] == "False" and fields[4] == "20", "a copy must not reuse the parse of other bytes"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 def test_the_server_leaves_with_its_parent(tmp_path):
     sock = tmp_path / "socket"
     env = {**os.environ, "PYTHONPATH": str(SRC)}

@@ -112,8 +112,7 @@ class _Server:
             yield
         _draw_once()
         _export_once()
-        _versions_once()
-        _configs_once(root)
+        _lookups_once(root)
         self._record_sources(root)
 
     def _record_sources(self, root: Path) -> None:
@@ -300,27 +299,19 @@ def _export_once() -> None:
         pass
 
 
-def _versions_once() -> None:
-    """The package versions every sidecar records (`fedrepro.provenance.sidecar.package_versions`, cached per
-    process), looked up here once for all the copies; by name, as in `_draw_once`."""
+def _lookups_once(root: Path) -> None:
+    """The package versions every sidecar records (`fedrepro.provenance.sidecar.package_versions`) and the parsed
+    registries, scales and schemas (`fedrepro.config.load_yaml`, kept by each file's bytes, so a file edited later
+    is parsed afresh): both cached per process, so looked up here once for all the copies.  By name, as in
+    `_draw_once`."""
     try:
         import importlib
 
         importlib.import_module("fedrepro.provenance.sidecar").package_versions()
-    except Exception:  # noqa: BLE001 - only a cache: the jobs look them up themselves
-        pass
-
-
-def _configs_once(root: Path) -> None:
-    """Parse the registries, scales and schemas once (`fedrepro.config.load_yaml` keeps each file's parse by its
-    bytes): every render reads the four paper registries, 44 ms each time.  A file edited later is parsed afresh."""
-    try:
-        import importlib
-
         load_yaml = importlib.import_module("fedrepro.config").load_yaml
         for path in sorted([*Path(root, "config").rglob("*.yaml"), *Path(root, "workflow", "schemas").glob("*.yaml")]):
             load_yaml(path)
-    except Exception:  # noqa: BLE001 - only a cache: the jobs parse them themselves
+    except Exception:  # noqa: BLE001 - only a cache: the jobs look them up themselves
         pass
 
 
