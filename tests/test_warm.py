@@ -153,6 +153,7 @@ def test_copies_inherit_the_parsed_registries_and_versions_but_never_a_stale_par
     try:
         job_env = {**env, warm.ENV: sock}
         deadline = time.monotonic() + 120
+        fields = ["(the server never opened its socket)"]
         while True:   # jobs that arrive during the preload get what is loaded so far
             if os.path.exists(sock):
                 run = subprocess.run([sys.executable, str(script), str(registry)], env=job_env, capture_output=True,
