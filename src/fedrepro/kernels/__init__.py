@@ -29,10 +29,21 @@ MIN_WORK = 100_000
 _NUMBA: bool | None = None
 
 
+SWITCH = "FEDREPRO_KERNELS"          # "0": never; "always": every call, whatever its size; else above MIN_WORK
+_SETTINGS = ("0", "1", "always")
+
+
+def _setting() -> str:
+    value = os.environ.get(SWITCH, "1")
+    if value not in _SETTINGS:
+        raise ValueError(f"{SWITCH} must be one of {', '.join(_SETTINGS)} (unset: 1); got {value!r}")
+    return value
+
+
 def available() -> bool:
     """Whether the compiled kernels can be used (numba installed and not switched off); imports nothing."""
     global _NUMBA
-    if os.environ.get("FEDREPRO_KERNELS", "1") == "0":
+    if _setting() == "0":
         return False
     if _NUMBA is None:
         _NUMBA = importlib.util.find_spec("numba") is not None
@@ -41,9 +52,9 @@ def available() -> bool:
 
 def compiled(name: str, work: int) -> ModuleType | None:
     """The kernel module ``fedrepro.kernels.<name>`` for a call doing ``work`` element operations, or None (take
-    the library path): kernels off or unavailable, or work < MIN_WORK. numba is imported here, on first use."""
+    the library path): kernels off or unavailable, or work < MIN_WORK (unless FEDREPRO_KERNELS=always). numba is imported here, on first use."""
     global _NUMBA
-    if work < MIN_WORK or not available():
+    if (work < MIN_WORK and _setting() != "always") or not available():
         return None
     try:
         return importlib.import_module(f"fedrepro.kernels.{name}")
