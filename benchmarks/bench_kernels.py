@@ -82,18 +82,6 @@ def decentral_cases():
     yield ("gossip_add", f"ring of {N_NODES}, gamma {gamma}, {N_NODES} x {D_MODEL} float32", gossip_kernel,
            gossip_reference, lambda: [(Xg, Xr)], 1e-5)
 
-    A, H = state(), state()
-    dk, sk, dr, sr = (torch.empty_like(A) for _ in range(4))
-
-    def diff_kernel():
-        dense.difference_and_square(A.numpy(), H.numpy(), dk.numpy(), sk.numpy())
-
-    def diff_reference():
-        torch.mul(torch.sub(A, H, out=dr), dr, out=sr)
-
-    yield ("difference_and_square", f"{N_NODES} x {D_MODEL} float32", diff_kernel, diff_reference,
-           lambda: [(dk, dr), (sk, sr)], 1e-5)
-
     for name, comp, label in (("sign_scale_add", "sign", "x^ += scaled sign(x - x^)"),
                               ("top_magnitudes", "topk", "x^ += top-10 of (x - x^)")):
         yield copy_case(name, comp, label, state, dense_kernel=True)
