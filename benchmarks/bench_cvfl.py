@@ -3,8 +3,6 @@ Linear(64, 10) server, B = 100, Q = 10, fp32, synthetic tensors. Compared, inter
 
 - after:     fedrepro.cvfl.CvflTrainer with fedrepro.models.vfl_parties.StackedResNet18 (a loop over the parties'
              modules, the first local forward reused as the round-start embeddings);
-- before:    the same trainer with the vmapped parties of benchmarks/reference/cvfl_vmap_parties.py and a
-             separate round-start forward (the engine before issue 19);
 - loop:      a plain torch loop of our own in the authors' structure (round-start forward of every party, then
              party by party Q local steps against the others' round-start embeddings, then the server);
 - authors:   with --authors-code DIR (a checkout of the authors' repository, timcast725/C-VFL; not shipped here):
@@ -33,13 +31,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 M, P, C = 4, 16, 10
-
-
-def load_vmap_parties():
-    spec = importlib.util.spec_from_file_location("cvfl_vmap_parties", HERE / "reference" / "cvfl_vmap_parties.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.VmapResNet18
 
 
 def matmul_rate(torch, n: int = 2048, repeats: int = 5) -> float:
@@ -151,7 +142,6 @@ def main() -> None:
     from fedrepro.cvfl.sources import TensorBatches
     from fedrepro.models.vfl_parties import StackedResNet18
 
-    VmapResNet18 = load_vmap_parties()
     rate = matmul_rate(torch)
     flops, fwd = round_flops(torch, a.B, a.Q)
     g = torch.Generator().manual_seed(0)
@@ -161,18 +151,11 @@ def main() -> None:
     torch.manual_seed(0)
     after = CvflTrainer(cfg, StackedResNet18(M, P), P, C, seed=0)
     torch.manual_seed(0)
-    before = CvflTrainer(cfg, VmapResNet18(M, P), P, C, seed=0)
-    torch.manual_seed(0)
     loop_nets = StackedResNet18(M, P).nets
     W = after.W.detach().clone()
     bias = after.bias.detach().clone()
 
-    def run_before():
-        with torch.no_grad():                      # the separate round-start forward of the old trainer
-            before.parties(x)
-        before.round_alg1(x, y, cfg.lr)
-
-    runs = {"after": lambda: after.round_alg1(x, y, cfg.lr), "before": run_before,
+    runs = {"after": lambda: after.round_alg1(x, y, cfg.lr),
             "loop": lambda: authors_style_round(loop_nets, W, bias, x, y, a.Q, cfg.lr, torch, F)}
     if a.authors_code is not None:
         torch.manual_seed(0)
@@ -216,7 +199,6 @@ def main() -> None:
 
     evals = {f"after, chunk {c}": (lambda c=c: after.evaluate(TensorBatches(xt, yt, c)))
              for c in (int(c) for c in a.eval_chunks.split(","))}
-    evals["before (vmap, batch statistics), chunk 1000"] = lambda: before.evaluate(TensorBatches(xt, yt, 1000))
     evals[f"loop (batch statistics), chunk {a.B}"] = lambda: loop_eval(a.B)
     if a.authors_code is not None:
         def authors_eval(chunk):                # their eval(): the modules as trained (never .eval()), batches of B

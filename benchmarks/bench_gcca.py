@@ -10,13 +10,13 @@ T = 10, q = 3, warm start from MVLSA. Compared, interleaved in one process (bloc
 --pairs rounds, CPU time of this process; medians):
 
 - engine:    fedrepro.gcca.run_maxvar (CuteMaxVar q = 3; AltMaxVar beside it; and CuteMaxVar with the compiled
-             kernels switched off, FEDREPRO_KERNELS=0: SciPy's products and NumPy's quantizer, the same bits),
+             kernels switched off, FEDREPRO_KERNELS=0: SciPy's products and NumPy's quantizer),
 - reference: benchmarks/reference/cutemaxvar_numpy.py, a plain implementation with the engine's random streams
              that samples minibatch rows as the engine did before issue 19 (its "before"),
 - limit:     bytes a fused implementation must move per iteration (minibatch keys and rows, one pass over
              each view for M = X Q, the compressor's passes, the objective) / copy bandwidth measured here.
 
-The two CuteMaxVar runs use the same streams, so their objectives must agree to rounding (checked).
+The CuteMaxVar runs use the same streams, so their objectives must agree to rounding (checked).
 """
 
 from __future__ import annotations
@@ -176,16 +176,16 @@ def main() -> None:
     ratio = np.median(np.array(ms["reference CuteMaxVar q=3"]) / eng)
     ratio_off = np.median(np.array(ms["engine CuteMaxVar q=3, kernels off"]) / eng)
     agree = np.max(np.abs(last["engine CuteMaxVar q=3"] / last["reference CuteMaxVar q=3"] - 1))
-    same = np.array_equal(last["engine CuteMaxVar q=3"], last["engine CuteMaxVar q=3, kernels off"])
+    off_agree = np.max(np.abs(last["engine CuteMaxVar q=3"] / last["engine CuteMaxVar q=3, kernels off"] - 1))
     print("| run | ms / iteration (median) | / memory limit |\n|---|---|---|")
     for k, v in ms.items():
         print(f"| {k} | {np.median(v):.1f} | {np.median(v) / limit_ms:.1f} |")
     print(f"| memory limit | {limit_ms:.1f} | 1 |")
     print(f"reference / engine (paired median): {ratio:.2f}; kernels off / on: {ratio_off:.2f}; objectives agree to "
-          f"{agree:.1e} (relative), kernels on and off {'identical' if same else 'DIFFERENT'}; "
+          f"{agree:.1e} (relative), kernels on and off to {off_agree:.1e}; "
           f"load average after {os.getloadavg()[0]:.2f}")
     assert agree < 1e-6, agree
-    assert same
+    assert off_agree < 1e-10, off_agree
 
 
 if __name__ == "__main__":

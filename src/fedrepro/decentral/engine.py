@@ -26,7 +26,6 @@ from fedrepro import kernels
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
 from fedrepro.decentral.mixing import DenseMixer, make_mixer, neighbour_lists
 from fedrepro.decentral.trigger import TriggerReference, trigger_mask
-from fedrepro.models.logreg import OuterGradient
 
 if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
     from fedrepro.kernels import dense  # noqa: F401
@@ -87,9 +86,9 @@ class DecentralEngine:
     """State: X, V (n, d); one TrackedCopy x̂ per tensor segment.  `step(grad_fn)` runs one iteration.
 
     X, V and the copies are updated in place in preallocated buffers (the grad_fn's result is only read). The
-    arithmetic is that of the plain formulas above, operation for operation (torch's alpha-add is a fused
-    multiply-add, so it is used exactly where the formulas were first written with it), so trajectories are
-    bit-identical to the straightforward implementation kept in benchmarks/reference/decentral_v0.py.
+    arithmetic is that of the plain formulas above; the compiled passes (fedrepro.kernels.dense) agree with
+    torch's operations to float rounding (tests/decentral/test_engine_reference.py checks the engine against an
+    implementation written from Algorithm 1 alone).
     """
 
     def __init__(self, W: np.ndarray, x0: torch.Tensor, cfg: EngineConfig, lr, threshold=None,
@@ -105,7 +104,6 @@ class DecentralEngine:
         if self.device.type == "cpu" and self.dtype in (torch.float32, torch.float64):
             self._fused = kernels.compiled("dense", self.n * self.d)
         self._compiled = self._fused is not None
-        self._subnormal_safe = False   # the momentum pass that keeps V's subnormals off the slow path (when it pays)
         self._scalar = np.float32 if self.dtype == torch.float32 else np.float64
         self._nbrs = None
         if self._compiled and not isinstance(self.mix, DenseMixer):
@@ -151,8 +149,7 @@ class DecentralEngine:
         return self.X.mean(dim=0)
 
     def step(self, grad_fn) -> dict:
-        """One iteration. ``grad_fn(X, t)`` returns the stacked minibatch gradients (n, d), a tensor or a
-        fedrepro.models.logreg.OuterGradient (formed here: inside the compiled momentum pass, or with dense())."""
+        """One iteration. ``grad_fn(X, t)`` returns the stacked minibatch gradients (n, d) as a tensor."""
         cfg, t = self.cfg, self.t
         eta = float(self.lr(t))
         eta_prev = eta if self.eta_prev is None else self.eta_prev    # A-03
@@ -166,32 +163,20 @@ class DecentralEngine:
         self.t += 1
         return info
 
-    def _momentum(self, G: torch.Tensor | OuterGradient, corr: float, eta: float) -> None:
-        """v = β (η_{t-1}/η_t) v + g;  x = x - η (β v + g) (or x - η v): one compiled pass where it applies (the
-        gradient formed inside it where it comes as an OuterGradient), else torch's operations."""
+    def _momentum(self, G: torch.Tensor, corr: float, eta: float) -> None:
+        """v = β (η_{t-1}/η_t) v + g;  x = x - η (β v + g) (or x - η v): one compiled pass where it applies, else
+        torch's operations."""
         cfg, f = self.cfg, self._scalar
-        scalars = (f(cfg.beta * corr), f(cfg.beta), f(-eta), f(cfg.weight_decay), bool(cfg.nesterov))
-        if isinstance(G, OuterGradient):
-            if self._compiled and self._outer_ok(G):
-                self._fused.outer_momentum_step(self.X.numpy(), self.V.numpy(), G.a, G.z, f(G.batch), *scalars,
-                                                self._subnormal_safe)
-                self._subnormal_safe = self._fused.subnormal_safe_next(self.V.numpy())
-                return
-            G = G.dense()
         if self._compiled and self._fuse_ok(G):
             self._fused.momentum_step(self.X.view(-1).numpy(), self.V.view(-1).numpy(), G.reshape(-1).numpy(),
-                                      *scalars, self._subnormal_safe)
-            self._subnormal_safe = self._fused.subnormal_safe_next(self.V.numpy())
+                                      f(cfg.beta * corr), f(cfg.beta), f(-eta), f(cfg.weight_decay),
+                                      bool(cfg.nesterov))
         else:
             self._momentum_torch(G, corr, eta)
 
     def _fuse_ok(self, G: torch.Tensor) -> bool:
         return (G.device.type == "cpu" and G.dtype == self.dtype and G.is_contiguous() and not G.requires_grad
                 and G.shape == self.X.shape)
-
-    def _outer_ok(self, G: OuterGradient) -> bool:
-        return (G.shape == tuple(self.X.shape) and G.a.dtype == G.z.dtype == self.X.numpy().dtype
-                and G.a.flags.c_contiguous and G.z.flags.c_contiguous)
 
     def _momentum_torch(self, G: torch.Tensor, corr: float, eta: float) -> None:
         """The momentum and Nesterov steps as torch operations (the compiled kernel's reference)."""
@@ -211,13 +196,8 @@ class DecentralEngine:
         for i, (c, (a, b)) in enumerate(zip(self.copies, self.segments)):
             if c.value is None:
                 c.value = torch.zeros(self.n, b - a, dtype=self.dtype, device=self.device)
-            if self._compiled:                 # the difference and its square in one pass, the same bits
-                self._fused.difference_and_square(X[:, a:b].numpy(), c.value.numpy(), self._diff[i].numpy(),
-                                                  self._work[i].numpy())
-                square = self._work[i]
-            else:
-                diff = torch.sub(X[:, a:b], c.value, out=self._diff[i])
-                square = torch.mul(diff, diff, out=self._work[i])
+            diff = torch.sub(X[:, a:b], c.value, out=self._diff[i])
+            square = torch.mul(diff, diff, out=self._work[i])
             sq += square.sum(dim=1).to(torch.float64)
         c_t = float(self.threshold(t, eta)) if self.threshold is not None else 0.0
         drift = self.reference.drift(sq, X)            # ‖x^{t+1/2} - r_i‖², r_i per ch3:A-trigger-ref

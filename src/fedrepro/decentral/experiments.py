@@ -22,8 +22,6 @@ from fedrepro.decentral.engine import ALGORITHMS, DecentralEngine, algorithm_con
 from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
 from fedrepro.methods import Method, methods_of
-from fedrepro.models.fixed_rows import FixedRowsProduct
-from fedrepro.models.logreg import OuterGradient
 from fedrepro.runtime import compute_clock, rng_stream
 
 # What `run` reads (thesis.yaml fig3_1 ... fig3_4_trigger), checked when the registry loads; format:
@@ -155,8 +153,6 @@ class MnistTask:
         idx = np.arange(len(self.y)) if not train_eval else rng_stream(seed, "decentral", "train_eval").choice(
             len(self.y), size=min(train_eval, len(self.y)), replace=False)
         self.xe, self.ye = self.x[idx], self.y[idx]
-        # the evaluation rows' products with the averaged model: torch's bits, by compiled loops where they agree
-        self._test_logits, self._train_logits = FixedRowsProduct(self.xt), FixedRowsProduct(self.xe)
         self.n, self.d, self.dtype = n, self.x.shape[1] * self.C, dtype
         self.segments = [(0, self.d)]
         self._gbuf: torch.Tensor | None = None
@@ -164,9 +160,8 @@ class MnistTask:
     def x0(self) -> torch.Tensor:
         return torch.zeros(self.n, self.d, dtype=self.dtype)
 
-    def grad(self, X: torch.Tensor, t: int) -> torch.Tensor | OuterGradient:
-        """The minibatch gradient, written into a buffer of the task: valid until the next call. On the CPU
-        without autograd it is an OuterGradient (the engine forms it in its momentum pass, or calls dense())."""
+    def grad(self, X: torch.Tensor, t: int) -> torch.Tensor:
+        """The minibatch gradient, written into a buffer of the task: valid until the next call."""
         idx = self.sampler()
         flat = idx.reshape(-1)
         if X.device.type != "cpu" or X.requires_grad:
@@ -180,13 +175,13 @@ class MnistTask:
         # rows into a kept buffer: a fresh 1 MB tensor page-faults on every call
         xb = torch.index_select(self.x, 0, flat, out=self._xbuf).view(*idx.shape, -1)
         yb = self.y.index_select(0, flat).view(idx.shape)
-        return self._grad(X, xb, yb, self.C, out=self._gbuf, xt=self._xt, lazy=True)
+        return self._grad(X, xb, yb, self.C, out=self._gbuf, xt=self._xt)
 
     @torch.no_grad()
     def evaluate(self, w: torch.Tensor) -> dict:
         Wm = w.view(-1, self.C)
-        acc = float(self._test_logits(Wm).argmax(1).eq(self.yt).double().mean())
-        loss = float(torch.nn.functional.cross_entropy(self._train_logits(Wm), self.ye))
+        acc = float((self.xt @ Wm).argmax(1).eq(self.yt).double().mean())
+        loss = float(torch.nn.functional.cross_entropy(self.xe @ Wm, self.ye))
         return {"test_acc": acc, "test_error": 1.0 - acc, "train_loss": loss}
 
 

@@ -1,20 +1,12 @@
-"""The decentral engine's element-wise passes as single loops (numba), in torch's operation order.
+"""The decentral engine's element-wise passes as single loops (numba): one pass over memory where torch makes
+several. They compute torch's formulas (``a.add_(b, alpha=s)`` as a fused multiply-add, Python scalars in the
+tensor's dtype); results agree with torch's to float rounding (tests/kernels/test_dense_kernels.py).
 
-torch's ``a.add_(b, alpha=s)`` is a fused multiply-add, fma(b, s, a), and its Python scalars are rounded to
-the tensor's dtype before use; every other product and sum is rounded on its own. The kernels below do the
-same operations on the same values, one element at a time, so the engine's trajectories keep their bits:
-
-- ``momentum_step`` / ``outer_momentum_step``: the momentum and Nesterov update in one pass, the second with the
-  logistic-regression gradient formed on the fly (fedrepro.kernels.momentum, re-exported here; it also keeps
-  subnormal momentum entries off the hardware's slow path).
-- ``subtract_row_max`` / ``normalize_residuals``: the softmax residuals' small NumPy passes around np.exp
-  (Z -= max; Z /= Σ, NumPy's pairwise order; Z[label] -= 1) in two loops instead of six NumPy calls.
-- ``sign_scale_add``: x̂ += scale_i Sign(x) (the scaled sign compressor's message, fedrepro.comm.ScaledSign,
-  added to its tracked copy): sign, the zero rule, the product and the addition in one pass instead of five.
-- ``difference_and_square``: the event trigger's x - x̂ and its square in one pass instead of two.
+- ``momentum_step``: v = (v c) + g;  x = fma(fma(v, β, g), -η, x)  (Nesterov)  or  x = fma(v, -η, x), with
+  g = (x wd) + g first when weight decay is on: one pass where torch makes four or five.
 - ``gossip_add``: x_i += γ (((w_i1 y_j1 + w_i2 y_j2) + ...) - y_i) over each row's neighbour list (padded with
   zero weights), the GatherMixer/SliceMixer sums (fedrepro.decentral.mixing), the difference, the γ product
-  (skipped for γ = 1, as the engine skips it) and the update of x in one pass instead of eight.
+  (skipped for γ = 1) and the update of x in one pass instead of eight.
 """
 
 from __future__ import annotations
@@ -25,73 +17,31 @@ import numba
 import numba.extending
 import numpy as np
 
-from fedrepro.kernels.intrinsics import bits32, bits64
-from fedrepro.kernels.momentum import momentum_step, outer_momentum_step, subnormal_safe_next  # noqa: F401
+from fedrepro.kernels.intrinsics import bits32, bits64, fma
 
 _jit = numba.njit(cache=True, nogil=True, boundscheck=False)
 
 
-# NumPy sums a row of at most this many entries with one 8-way unrolled pass (pairwise_sum's base case)
-PAIRWISE_BLOCK = 128
-
-
 @_jit
-def _pairwise_sum(row):
-    """NumPy's float add.reduce of a contiguous row of n <= PAIRWISE_BLOCK entries: left to right below 8,
-    else eight running sums combined as ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the tail."""
-    n = row.shape[0]
-    if n < 8:
-        res = row[0]
-        for k in range(1, n):
-            res = res + row[k]
-        return res
-    r0, r1, r2, r3 = row[0], row[1], row[2], row[3]
-    r4, r5, r6, r7 = row[4], row[5], row[6], row[7]
-    m = n - n % 8
-    for k in range(8, m, 8):
-        r0 += row[k]
-        r1 += row[k + 1]
-        r2 += row[k + 2]
-        r3 += row[k + 3]
-        r4 += row[k + 4]
-        r5 += row[k + 5]
-        r6 += row[k + 6]
-        r7 += row[k + 7]
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    for k in range(m, n):
-        res += row[k]
-    return res
+def momentum_step(x, v, g, c, beta, neg_eta, wd, nesterov):
+    """x, v (updated in place), g: 1-D arrays of one dtype; c, beta, neg_eta, wd: scalars of that dtype."""
+    if wd != 0:
+        for e in range(x.shape[0]):
+            g_e = x[e] * wd + g[e]
+            v_e = v[e] * c + g_e
+            v[e] = v_e
+            x[e] = fma(fma(v_e, beta, g_e), neg_eta, x[e]) if nesterov else fma(v_e, neg_eta, x[e])
+    elif nesterov:                 # one loop per case: a branch inside would keep the loop from vectorizing
+        for e in range(x.shape[0]):
+            v_e = v[e] * c + g[e]
+            v[e] = v_e
+            x[e] = fma(fma(v_e, beta, g[e]), neg_eta, x[e])
+    else:
+        for e in range(x.shape[0]):
+            v_e = v[e] * c + g[e]
+            v[e] = v_e
+            x[e] = fma(v_e, neg_eta, x[e])
 
-
-@_jit
-def subtract_row_max(Z):
-    """Z (n, b, C) -= its maximum over the last axis (NaN where a row holds one, as NumPy's max)."""
-    n, B, C = Z.shape
-    for i in range(n):
-        for j in range(B):
-            row = Z[i, j]
-            m = row[0]
-            nan = m != m
-            for k in range(1, C):
-                if row[k] > m:
-                    m = row[k]
-                elif row[k] != row[k]:
-                    nan = True
-            for k in range(C):
-                row[k] = math.nan if nan else row[k] - m
-
-
-@_jit
-def normalize_residuals(Z, y):
-    """Z (n, b, C) /= its sum over the last axis (C <= PAIRWISE_BLOCK), then Z[i, j, y[i, j]] -= 1."""
-    n, B, C = Z.shape
-    for i in range(n):
-        for j in range(B):
-            row = Z[i, j]
-            s = _pairwise_sum(row)
-            for k in range(C):
-                row[k] = row[k] / s
-            row[y[i, j]] -= 1.0    # in float64 then rounded: float32's z - 1 exactly (53 >= 2·24 + 2)
 
 
 @_jit
@@ -142,19 +92,6 @@ def _gossip_add_three(x, y, idx, w, gamma, scale):
                 acc = acc + wb * b[e]
                 acc = acc + wc * c[e]
                 xi[e] = xi[e] + (acc - yi[e])
-
-
-@_jit
-def difference_and_square(x, xhat, diff, square):
-    """diff = x - x̂ and square = diff · diff (n, d), each rounded once as torch's sub and mul: one pass where torch
-    makes two (the event trigger's drift; its row sums stay torch's, whose order the trigger's bits depend on)."""
-    n, d = x.shape
-    for i in range(n):
-        xi, hi, di, si = x[i], xhat[i], diff[i], square[i]
-        for e in range(d):
-            t = xi[e] - hi[e]
-            di[e] = t
-            si[e] = t * t
 
 
 @_jit

@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from fedrepro.models.client_conv import OneOutputConv2d  # nn.Conv2d's bits, faster as stacked clients
 from fedrepro.models.pooling import MaxPool2d  # nn.MaxPool2d's bits, its forward in channels-last memory
 
 
@@ -41,9 +40,7 @@ class ConvAE(nn.Module):
 
 class BasicUNet(nn.Module):
     """The Hugging Face diffusion-course BasicUNet (CODE): 3 down, 3 up convs (k5), SiLU after each, max-pool /
-    nearest upsample, additive skips, no time input.  widths (32, 64, 64) is the paper's network (309,057 params).
-    With one image channel the last layer is a ``OneOutputConv2d``: under ``vmap`` over clients, oneDNN's grouped
-    convolution with one output channel per client was more than half of a training step."""
+    nearest upsample, additive skips, no time input.  widths (32, 64, 64) is the paper's network (309,057 params)."""
 
     def __init__(self, in_ch: int = 1, widths=(32, 64, 64)):
         super().__init__()
@@ -51,7 +48,7 @@ class BasicUNet(nn.Module):
         self.down = nn.ModuleList([nn.Conv2d(in_ch, a, 5, padding=2), nn.Conv2d(a, b, 5, padding=2),
                                    nn.Conv2d(b, c, 5, padding=2)])
         self.up = nn.ModuleList([nn.Conv2d(c, c, 5, padding=2), nn.Conv2d(c, a, 5, padding=2),
-                                 OneOutputConv2d(a, 5, padding=2) if in_ch == 1 else nn.Conv2d(a, in_ch, 5, padding=2)])
+                                 nn.Conv2d(a, in_ch, 5, padding=2)])
         self.act = nn.SiLU()
         self.pool = MaxPool2d(2)
         self.upsample = nn.Upsample(scale_factor=2)

@@ -24,8 +24,6 @@ from torch import nn
 from torch.nn import functional as F
 
 from fedrepro.models.pooling import max_pool2d
-from fedrepro.models.resnet_layouts import resnet_forward, with_tiny_image_norms
-from fedrepro.models.small_output_conv import with_small_output_convs
 
 
 def _uniform_(t: torch.Tensor, bound: float) -> torch.Tensor:
@@ -148,8 +146,7 @@ class StackedResNet18(nn.Module):
 
     The parties run in a Python loop over M ordinary modules: on the CPU this is faster than one vmapped grouped
     convolution (whose backward dominated a local iteration), and each party's BatchNorm keeps running statistics
-    in training and uses them in eval mode (A-6), as ``model.eval()`` does for a single network. On the CPU each
-    stage runs in the memory layout its convolutions are fastest in (``fedrepro.models.resnet_layouts``).
+    in training and uses them in eval mode (A-6), as ``model.eval()`` does for a single network.
     ``eval_chunk``: samples per evaluation forward pass (smaller chunks are faster for these convolutions on
     the CPU, and with running statistics the chunking no longer changes the result).
     """
@@ -171,16 +168,11 @@ class StackedResNet18(nn.Module):
                 net.maxpool = nn.Identity()
             return net
 
-        # stage 4's images are 2x2 on 16x16 quadrants, where oneDNN is slow: its 3x3 stride-1 convolutions as one
-        # dense product (every window covers the image), its stride-2 one's weight gradient tap by tap
-        # (fedrepro.models.small_output_conv; to rounding), and BatchNorm on a channels-last copy
-        # (fedrepro.models.resnet_layouts; to rounding)
-        self.nets = nn.ModuleList(with_tiny_image_norms(with_small_output_convs(one())) for _ in range(M))
+        self.nets = nn.ModuleList(one() for _ in range(M))
         self.P = P
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # each stage in the memory layout its convolutions run fastest in on the CPU (resnet_layouts)
-        return torch.stack([resnet_forward(net, xm) for net, xm in zip(self.nets, x)])
+        return torch.stack([net(xm) for net, xm in zip(self.nets, x)])
 
     def last_bias(self) -> torch.Tensor:
         return torch.stack([net.fc.bias for net in self.nets])
