@@ -224,15 +224,19 @@ def leaderboard(root, scale: str, outputs: dict, plugins=None):
     registry = Registry.load(root, check=False)
     board = Board.load(root, registry)
     frame = build(root, scale, registry, board)
-    files = [f for fs in board.run_files(scale, registry).values() for f in fs if (Path(root) / f).is_file()]
-    stand_in = uses_stand_in(root, files)
+    by_setting = {s: [f for f in fs if (Path(root) / f).is_file()] for s, fs in board.run_files(scale, registry).items()}
+    marked = {s for s, fs in by_setting.items() if uses_stand_in(root, fs)}   # settings whose runs use a stand-in
+    stand_in = bool(marked)
     write_csv(outputs["csv"], frame)
     text = markdown(frame, board.settings, scale)
     if stand_in:
-        text = text.replace("\n\n", "\n\nSome runs use stand-in data (see each figure's page).\n\n", 1)
+        names = ", ".join(board.settings[s]["label"] for s in board.settings if s in marked)
+        text = text.replace("\n\n", f"\n\nSome runs use stand-in data ({names}; see each figure's page).\n\n", 1)
     write_text(outputs["md"], text)
     fig = figure(frame, board.settings, title=f"fedrepro leaderboard ({scale} scale): ★ = the paper's own compressor")
-    save_figure(fig, outputs["pdf"], outputs["png"], stand_in=stand_in)
+    # the mark on the panels of the settings made from stand-in data only (the measured δ panels use no dataset)
+    panels = [ax for ax, (s, _) in zip(fig.axes, column_order(frame)) if s in marked]
+    save_figure(fig, outputs["pdf"], outputs["png"], stand_in=panels)
     return frame
 
 
