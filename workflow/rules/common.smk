@@ -297,6 +297,24 @@ def _artifact_names(kind):
     )  # a regex that matches nothing when no artifact has this kind
 
 
+def report_category(wc):
+    """The report's category of an artifact: its paper, numbered in the papers' order (the report sorts by name)."""
+    from fedrepro.scorecard.pages import paper_order
+
+    papers = paper_order(REGISTRY)
+    return f"{papers.index(wc.paper) + 1}. {wc.paper}"
+
+
+def report_subcategory(wc):
+    """The report's subcategory: the artifact's position in its paper, zero-padded, and its label ('02 Fig. 2'
+    before '10 Fig. 10')."""
+    from fedrepro.scorecard.pages import artifact_order
+
+    order = artifact_order(REGISTRY, wc.paper)
+    label = REGISTRY.artifact(wc.paper, wc.artifact)["label"]
+    return f"{order.index(wc.artifact) + 1:02d} {label}"
+
+
 def render_inputs(wc):
     notebook = REGISTRY.notebook(wc.paper, wc.artifact)
     return {
