@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from conftest import REPO, snakemake
 
+from fedrepro.leaderboard import board as board_module
 from fedrepro.leaderboard.candidates import run_each, spec_with_knobs
 from fedrepro.leaderboard.measure import measure
 from fedrepro.plotting import color, label
@@ -25,7 +26,7 @@ def test_topk_delta_is_k_over_d_on_its_worst_case():
     r = measure("topk", d=D, draws=50, knobs={"k": K})
     assert r["delta"] == pytest.approx(K / D, abs=1e-12)      # the all-equal vector: exactly k/d
     assert r["delta_library"] == pytest.approx(K / D)          # comm's own closed form agrees
-    assert not r["unbiased"] and np.isnan(r["omega"])
+    assert not r["unbiased"] and r["error"] == pytest.approx(1 - K / D, abs=1e-12)
 
 
 def test_randk_delta_is_k_over_d_on_every_vector():
@@ -53,16 +54,17 @@ def test_unbiased_randk_omega_is_d_over_k_minus_one():
     finally:
         COMPRESSORS.pop("randk_unbiased_test")
     assert r["unbiased"] and r["bias"] < 0.2
-    assert r["omega"] == pytest.approx(D / K - 1, rel=0.1)
-    assert r["delta"] == pytest.approx(1 / (1 + r["omega"]))
+    assert r["error"] == pytest.approx(D / K - 1, rel=0.1)
+    # docs/comm.md's δ = ω: E||C(x) - x||^2 = 9 ||x||^2 is no contraction; scaled by 1/(1 + e) it is one
+    assert np.isnan(r["delta"]) and r["delta_scaled"] == pytest.approx(1 / (1 + r["error"]))
 
 
 def test_identity_and_qsgd_against_their_bounds():
     ident = measure("identity", d=D, draws=5)
-    assert ident["delta"] == 1.0 and ident["omega"] == 0.0 and ident["bits_per_entry"] == 32
+    assert ident["delta"] == 1.0 and ident["error"] == 0.0 and ident["bits_per_entry"] == 32
     s = 4
     q = measure("qsgd", d=D, draws=2000, knobs={"s": s})
-    assert q["unbiased"] and 0 < q["omega"] <= min(D / s**2, np.sqrt(D) / s)   # Alistarh et al., Lemma 3.1
+    assert q["unbiased"] and 0 < q["error"] <= min(D / s**2, np.sqrt(D) / s)   # Alistarh et al., Lemma 3.1
 
 
 def test_a_compressor_that_does_not_apply_says_why():
@@ -93,8 +95,9 @@ def test_the_na_cell_reaches_the_table():
         {"setting": "ch4", "column": "bits", "compressor": "qsgd", "label": "qsgd", "value": np.nan,
          "note": "n/a: qsgd: parameter 's' is required", "method": "", "source": "board", "own": False}])
     table = wide(frame, {"ch4": {"label": "thesis Fig. 4.1"}})
-    assert table.set_index("compressor").loc["qsgd", "thesis Fig. 4.1: bits"] == "n/a: qsgd: parameter 's' is required"
-    assert table.set_index("compressor").loc["topk", "thesis Fig. 4.1: bits"] == "3 ★"
+    head = "thesis Fig. 4.1: bits (lower is better)"
+    assert table.set_index("compressor").loc["qsgd", head] == "n/a: qsgd: parameter 's' is required"
+    assert table.set_index("compressor").loc["topk", head] == "3 (#1) ★"
 
 
 @pytest.mark.slow
@@ -141,7 +144,7 @@ def test_a_plugin_appears_on_the_leaderboard_by_configuration_only(workdir):
     board = pd.read_csv(workdir / "results/smoke/leaderboard.csv")
     mine = board[board.compressor == NAME]
     assert set(mine.setting) == {"gcca", "cvfl", "ch3", "ch4", "comm"}
-    assert mine[mine.setting == "comm"].set_index("column").loc["ω (measured)", "value"] == pytest.approx(9, rel=0.15)
+    assert mine[mine.setting == "comm"].set_index("column").loc[board_module.MEASURED["error"], "value"] == pytest.approx(9, rel=0.15)
     # it ran in every setting's engine (a number, or "not reached" at smoke sizes), and no cell says n/a
     assert not mine.note.fillna("").str.startswith("n/a").any(), mine[["setting", "column", "note"]]
     ch4 = pd.read_csv(workdir / "results/smoke/thesis/runs/board_ch4/as-stated.csv")
@@ -167,3 +170,55 @@ def test_names_drawn_together_get_distinct_colours():
     assert colors(names) == palette                                    # stable: the same figure, the same colours
     many = colors(names + [f"user_method_{i}" for i in range(20)])     # more names than colours: reuse, no error
     assert len(many) == len(names) + 20 and {many[n] for n in names} == set(palette.values())
+
+
+def test_a_new_name_never_takes_or_nears_a_colour_in_use():
+    """The fallback palette keeps MIN_DISTANCE from every colour of the table (#e377c2 beside Sign+TopK's #cc78bc
+    read as one pink), and on the leaderboard a plugin's compressor gets a colour apart from every other row's."""
+    from itertools import combinations
+
+    from fedrepro.comm.registry import available_compressors
+    from fedrepro.plotting import colors
+    from fedrepro.plotting.names import MIN_DISTANCE, distance, fallback_colors
+
+    used = set(COLORS.values())
+    assert fallback_colors() and all(distance(c, u) >= MIN_DISTANCE for c in fallback_colors() for u in used)
+    for name in ("randk_unbiased", "mine", "user_method_3"):
+        assert all(distance(color(name), u) >= MIN_DISTANCE for u in used), name
+    names = [*available_compressors(), "randk_unbiased"]
+    palette = colors(names)
+    assert len(set(palette.values())) == len(names)
+    assert palette["sign_randk"] != palette["randk_unbiased"]
+    close = [(a, b) for a, b in combinations(["randk_unbiased", "mine"], 2) if a in palette and b in palette]
+    assert all(distance(palette[a], palette[b]) >= MIN_DISTANCE for a, b in close)
+    assert all(distance(palette["randk_unbiased"], palette[n]) >= MIN_DISTANCE for n in names if n != "randk_unbiased")
+
+
+def test_every_column_is_ranked_the_way_it_is_better():
+    frame = pd.DataFrame({
+        "setting": ["comm"] * 6, "column": [board_module.MEASURED["delta"]] * 3 + ["bits/entry"] * 3,
+        "compressor": ["a", "b", "c"] * 2, "value": [0.1, 0.9, np.nan, 32.0, 2.0, 2.0],
+        "note": ["", "", "n/a: no contraction", "", "", ""]})
+    frame["better"] = frame.column.map(board_module.better)
+    ranks = board_module.column_ranks(frame).tolist()
+    assert ranks[:2] == [2, 1] and np.isnan(ranks[2])      # δ: higher is better; no number, no rank
+    assert ranks[3:] == [3, 1, 1]                          # bits: lower is better; a tie shares the best rank
+
+
+def test_not_reached_is_drawn_not_left_empty():
+    """A cell that ran and missed its target is a hatched bar with "not reached", never an empty or zero bar; each
+    panel title says which way is better."""
+    from matplotlib.patches import Rectangle
+
+    frame = pd.DataFrame({"setting": ["comm"] * 3, "column": ["bits/entry"] * 3, "compressor": ["topk", "sign", "qsgd"],
+                          "label": ["TopK", "Sign", "QSGD"], "value": [32.0, np.nan, np.nan],
+                          "note": ["", "not reached in 10 iterations", "n/a: needs s"], "method": "", "source": "",
+                          "own": False})
+    frame["better"] = frame.column.map(board_module.better)
+    frame["rank"] = board_module.column_ranks(frame)
+    fig = board_module.figure(frame, {})
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert "not reached" in texts and "n/a" in texts and " #1" in texts
+    assert sum(bool(isinstance(p, Rectangle) and p.get_hatch()) for p in ax.patches) == 1
+    assert "lower is better" in ax.get_title()

@@ -24,6 +24,8 @@ PLUGIN = f"plugins/{NAME}.py"
 # step 3: the lines a user adds (after the paper's last method of each mapping)
 THESIS_LINE = f"          {NAME}: {{algorithm: compressed, compressor: {{name: {NAME}, k: 1}}}}\n"
 CVFL_LINE = f"          {NAME}: {{compressor: {NAME}}}\n"
+THESIS_ANCHOR = "          sign_topk: {algorithm: compressed, compressor: {name: sign_topk, k: 1}}\n"
+CVFL_ANCHOR = "          topk: {compressor: cvfl_topk_columns, server: topk}\n"
 
 
 def _doc_example() -> str:
@@ -32,10 +34,19 @@ def _doc_example() -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
-def _add_after(path: Path, anchor: str, line: str) -> None:
-    text = path.read_text()
-    assert text.count(anchor) == 1, anchor
-    path.write_text(text.replace(anchor, anchor + line))
+def _add_after(path: Path, anchor: str, line: str, experiments: tuple[str, ...]) -> None:
+    """`line` after `anchor` in the `methods:` of each named experiment (no experiment shares another's methods:
+    a line added to one figure enters no other)."""
+    out, experiment, done = [], None, set()
+    for text in path.read_text().splitlines(keepends=True):
+        if text.startswith("  ") and not text.startswith("   ") and text.rstrip().endswith(":"):
+            experiment = text.strip()[:-1]
+        out.append(text)
+        if text == anchor and experiment in experiments and experiment not in done:
+            out.append(line)
+            done.add(experiment)
+    assert done == set(experiments), (anchor, done)
+    path.write_text("".join(out))
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -54,10 +65,8 @@ def _tree(root: Path) -> dict[str, str]:
 def test_a_new_compressor_is_one_file_and_registry_lines(workdir):
     (workdir / "plugins").mkdir()
     (workdir / PLUGIN).write_text(_doc_example())                                       # step 1
-    _add_after(workdir / "config/papers/thesis.yaml",                                   # step 3
-               "          sign_topk: {algorithm: compressed, compressor: {name: sign_topk, k: 1}}\n", THESIS_LINE)
-    _add_after(workdir / "config/papers/cvfl.yaml",
-               "          topk: {compressor: cvfl_topk_columns, server: topk}\n", CVFL_LINE)
+    _add_after(workdir / "config/papers/thesis.yaml", THESIS_ANCHOR, THESIS_LINE, ("fig4_1",))   # step 3
+    _add_after(workdir / "config/papers/cvfl.yaml", CVFL_ANCHOR, CVFL_LINE, ("mimic", "cifar10", "modelnet10"))
     snakemake("--cores", "1", "thesis_fig4_1", "cvfl_fig3", "--config", "scale=smoke",  # steps 2 and 4
               f"comm={{plugins: [{PLUGIN}]}}", cwd=workdir, timeout=1500)
 
@@ -86,9 +95,8 @@ def test_a_misspelled_compressor_stops_the_run_before_any_job(workdir):
     the key path and the close match, before the DAG is built."""
     (workdir / "plugins").mkdir()
     (workdir / PLUGIN).write_text(_doc_example())
-    _add_after(workdir / "config/papers/thesis.yaml",
-               "          sign_topk: {algorithm: compressed, compressor: {name: sign_topk, k: 1}}\n",
-               THESIS_LINE.replace(f"name: {NAME}", "name: randk_unbiasd"))
+    _add_after(workdir / "config/papers/thesis.yaml", THESIS_ANCHOR,
+               THESIS_LINE.replace(f"name: {NAME}", "name: randk_unbiasd"), ("fig4_1",))
     proc = snakemake("-n", "thesis_fig4_1", "--config", "scale=smoke", f"comm={{plugins: [{PLUGIN}]}}", cwd=workdir,
                      check=False)
     out = proc.stdout + proc.stderr
@@ -96,3 +104,23 @@ def test_a_misspelled_compressor_stops_the_run_before_any_job(workdir):
     assert (f"config/papers/thesis.yaml: experiments.fig4_1.configurations.as-stated.methods.{NAME}.compressor: "
             f"unknown compressor 'randk_unbiasd'; did you mean {NAME}") in out, out[-3000:]
     assert "Job stats" not in out
+
+
+@pytest.mark.slow
+def test_a_plugin_is_code_of_the_runs_that_use_it_only(workdir):
+    """Editing the plugin (a comment is enough) reruns the runs whose methods name its compressor, and no other:
+    thesis Fig. 4.1 (its `methods:` has the new line) reruns, Fig. 4.2 (the same engine, no such line) and
+    Table 5.1 do not."""
+    (workdir / "plugins").mkdir()
+    (workdir / PLUGIN).write_text(_doc_example())
+    _add_after(workdir / "config/papers/thesis.yaml", THESIS_ANCHOR, THESIS_LINE, ("fig4_1",))
+    runs = [f"results/smoke/thesis/runs/{e}/as-stated.csv" for e in ("fig4_1", "fig4_2", "table5_1")]
+    plugin = f"comm={{plugins: [{PLUGIN}]}}"
+    snakemake("--cores", "2", *runs, "--config", "scale=smoke", plugin, cwd=workdir, timeout=900)
+    with (workdir / PLUGIN).open("a") as f:
+        f.write("# a comment changes the file's digest\n")
+    proc = snakemake("-n", *runs, "--config", "scale=smoke", plugin, cwd=workdir)
+    out = proc.stdout + proc.stderr
+    planned = set(re.findall(r"^\s*output: (\S+?),? ", out, re.M)) | set(re.findall(r"^\s*output: (\S+?)$", out, re.M))
+    assert runs[0] in planned, out[-3000:]
+    assert runs[1] not in planned and runs[2] not in planned, out[-3000:]

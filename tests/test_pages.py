@@ -218,3 +218,15 @@ def test_every_executed_notebook_ends_with_paper_vs_ours(smoke_run):
         assert shown.startswith("### Paper vs ours"), f"{paper}:{artifact}"
         for row in claims[(claims["paper"] == paper) & (claims["artifact"] == artifact)].itertuples():
             assert f"| {row.claim} | {row.configuration} |" in shown and row.verdict in shown, (paper, row.claim)
+
+
+def test_a_dataset_is_labelled_by_the_kind_its_build_used():
+    """CIFAR-10 built from the re-encoded real images reads "real images, re-encoded JPEG", never its declared
+    stand-in's text (issue: the landing page called it synthetic colour templates)."""
+    from fedrepro.scorecard.pages import _datasets, _used_text
+
+    entry = _datasets(REPO)["cifar10"]
+    differs = (entry.get("standin") or {}).get("differs", "")
+    assert differs and differs not in _used_text("real-reencoded", entry)
+    assert "re-encoded JPEG" in _used_text("real-reencoded", entry)
+    assert _used_text("stand-in", entry) == f"stand-in: {differs}"

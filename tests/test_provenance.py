@@ -279,3 +279,64 @@ def test_sidecars_record_the_installed_versions_each_as_its_own_copy(tmp_path):
     write_sidecars([out], rule="test", config={}, inputs=[])
     recorded = json.loads((tmp_path / "a.csv.prov.json").read_text())["versions"]
     assert recorded["numpy"] == importlib.metadata.version("numpy")
+
+
+# ---- audit of a claim, bad arguments ---------------------------------------------------------------------
+
+@pytest.fixture
+def cli_root(chain, monkeypatch):
+    from fedrepro import cli
+
+    shutil.copytree(REPO / "config", chain / "config")
+    shutil.copytree(REPO / "workflow" / "schemas", chain / "workflow" / "schemas")
+    shutil.copytree(REPO / "notebooks", chain / "notebooks")
+    (chain / "src").symlink_to(REPO / "src")
+    monkeypatch.setattr(cli, "repo_root", lambda: chain)
+    return chain
+
+
+def test_audit_of_a_claim_starts_with_the_claim_and_walks_only_its_runs(cli_root, capsys):
+    """cvfl:F3.cifar10 reads Fig. 3's CIFAR-10 runs: the MIMIC-III and ModelNet10 runs of the same figure are not
+    re-hashed (nor shown), and the claim's row of the claims CSV comes first."""
+    from fedrepro import cli
+    from fedrepro.registry import Registry
+
+    registry = Registry.load(cli_root)
+    runs = [f for e in registry.artifact("cvfl", "fig3")["experiments"] for f in registry.run_outputs("cvfl", e, "quick")]
+    assert any("/cifar10/" in r for r in runs) and any("/mimic/" in r for r in runs)
+    for r in runs:
+        Path(r).parent.mkdir(parents=True, exist_ok=True)
+        Path(r).write_text(f"run {r}\n")
+        write_sidecars([r], rule="run", inputs=["results/data/toy/toy.npz"])
+    figure = "results/quick/cvfl/figures/fig3.csv"
+    Path(figure).parent.mkdir(parents=True, exist_ok=True)
+    Path(figure).write_text("x\n")
+    write_sidecars([figure], rule="render_figure", inputs=runs)
+    claims = "results/quick/cvfl/claims/fig3.csv"
+    Path(claims).parent.mkdir(parents=True, exist_ok=True)
+    Path(claims).write_text("paper,claim,artifact,statement,paper_value,our_value,verdict,configuration,data,scale,band,"
+                            "detail\ncvfl,F3.cifar10,fig3,s,> 90% savings,98.5; 97.0; 99.1,reproduced,as-stated,"
+                            "real-reencoded,quick,holds,\ncvfl,F3.mimic,fig3,s,x,1,not-comparable,as-stated,stand-in,"
+                            "quick,,\n")
+    write_sidecars([claims], rule="render_figure", inputs=[figure])
+    assert cli.main(["audit", "cvfl:F3.cifar10", "--scale", "quick"]) == 0
+    out = capsys.readouterr().out
+    head = out.split("Audit of")[0]
+    assert "Claim cvfl:F3.cifar10" in head and "Fig. 3, CIFAR-10 panel" in head
+    assert "dataset == 'cifar10'" in head and "98.5; 97.0; 99.1" in head and "reproduced" in head
+    assert "real-reencoded" in head and "as-stated" in head and "F3.mimic" not in head
+    tree = out.split("Audit of", 1)[1]
+    assert all(("/cifar10/" in r) == (r in tree.split("note:")[0]) for r in runs), tree
+
+
+def test_audit_suggests_close_ids_and_refuses_a_path_outside_results(cli_root, capsys):
+    from fedrepro import cli
+
+    assert cli.main(["audit", "thesis:table5.l"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean" in err and "thesis:table5_1" in err, err
+    assert cli.main(["audit", "cvfl:F3.cifar1O"]) == 2
+    assert "cvfl:F3.cifar10" in capsys.readouterr().err
+    assert cli.main(["audit", "config/config.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "not under results/" in err, err

@@ -87,3 +87,18 @@ def test_a_figure_without_a_layout_engine_is_saved_without_one_in_both_files(tmp
     engineless().savefig(tmp_path / "plain.png", format="png", metadata={"Software": None})
     assert (tmp_path / "f.png").read_bytes() == (tmp_path / "plain.png").read_bytes()
     assert (tmp_path / "f.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_a_stand_in_mark_on_some_panels_lies_on_those_panels_only(tmp_path):
+    """A figure whose panels use different data (C-VFL Fig. 3: real CIFAR-10 beside stand-in MIMIC-III) gets the
+    mark on the stand-in panels; True still marks the whole figure."""
+    fig = three_panels()
+    axes = fig.axes[:3]
+    save_figure(fig, tmp_path / "a.pdf", tmp_path / "a.png", stand_in=[axes[0]], reencoded=[axes[1]])
+    marks = {i: [t.get_text() for t in ax.texts] for i, ax in enumerate(axes)}
+    assert marks == {0: ["STAND-IN DATA"], 1: ["RE-ENCODED JPEG"], 2: []}
+    assert not [t for t in fig.texts if t.get_text() == "STAND-IN DATA"]
+    whole = three_panels()
+    save_figure(whole, tmp_path / "b.pdf", tmp_path / "b.png", stand_in=True)
+    assert [t.get_text() for t in whole.texts if t.get_text() == "STAND-IN DATA"] == ["STAND-IN DATA"]
+    assert not any(t.get_text() == "STAND-IN DATA" for ax in whole.axes for t in ax.texts)

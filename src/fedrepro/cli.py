@@ -17,27 +17,53 @@ def _default_scale(root: Path) -> str:
     return load_yaml(root / "config" / "config.yaml").get("scale", "quick")
 
 
-def _targets(registry: Registry, ident: str, scale: str, root: Path) -> tuple[str, list[str], str | None]:
-    """What to audit for an identifier (a file path, an artifact id, or a claim id), and the command that
-    builds it at `scale` (None for a file)."""
+class AuditTargetError(ValueError):
+    """An `audit` argument that names nothing auditable (exit 2 with the message)."""
+
+
+def _suggestions(registry: Registry, ident: str) -> list[str]:
+    """Artifact and claim ids close to `ident` (`paper:id`, also matched without the paper)."""
+    import difflib
+
+    ids = [f"{p}:{a}" for p, a, _ in registry.artifacts()]
+    ids += [f"{p}:{c['id']}" for p in registry.papers for c in registry.claims(p)]
+    bare = {i.partition(":")[2]: i for i in ids}
+    close = difflib.get_close_matches(ident, ids, n=5, cutoff=0.6)
+    close += [bare[b] for b in difflib.get_close_matches(ident.partition(":")[2] or ident, list(bare), n=5, cutoff=0.6)]
+    return list(dict.fromkeys(close))[:5]
+
+
+def _targets(registry: Registry, ident: str, scale: str, root: Path) -> tuple[str, list[str], str | None, dict]:
+    """What to audit for an identifier (a file under results/, an artifact id, or a claim id), the command that
+    builds it at `scale` (None for a file), and for a claim {paper, claim, runs}."""
     if (root / ident).exists():
-        return f"file {ident}", [ident], None
+        inside = (root / ident).resolve().is_relative_to((root / "results").resolve())
+        if not inside:
+            raise AuditTargetError(f"{ident}: not under results/; audit walks what the workflow built (a file under "
+                                   f"results/, an artifact such as thesis:table5.1 or a claim such as thesis:C5.2)")
+        return f"file {ident}", [ident], None, {}
     try:
         paper, artifact = registry.resolve_artifact(ident)
     except ConfigError:
         try:
             paper, claim = registry.find_claim(ident)
         except ConfigError:
-            raise ConfigError(f"{ident!r} is neither a file, an artifact (e.g. thesis:table5.1) nor a claim id "
-                              f"(e.g. thesis:C5.2); see `python -m fedrepro list`") from None
+            close = _suggestions(registry, ident)
+            raise AuditTargetError(f"{ident!r} is neither a file under results/, an artifact (e.g. thesis:table5.1) "
+                                   f"nor a claim id (e.g. thesis:C5.2)"
+                                   + (f"; did you mean {', '.join(close)}?" if close else "")
+                                   + "\nEvery artifact: python -m fedrepro list") from None
+        from fedrepro.provenance.audit import claim_runs
+
         artifact = claim["artifact"]
         files = [registry.claims_file(paper, artifact, scale)]
         return (f"claim {paper}:{claim['id']} (artifact {paper}:{artifact}, scale {scale})", files,
-                _build_command(registry, paper, artifact, scale))
+                _build_command(registry, paper, artifact, scale),
+                {"paper": paper, "claim": claim, "runs": claim_runs(registry, paper, claim, scale)})
     files = list(registry.artifact_files(paper, artifact, scale).values())
     files.append(registry.claims_file(paper, artifact, scale))
     return (f"artifact {paper}:{artifact} ({registry.artifact(paper, artifact)['label']}, scale {scale})", files,
-            _build_command(registry, paper, artifact, scale))
+            _build_command(registry, paper, artifact, scale), {})
 
 
 def _build_command(registry: Registry, paper: str, artifact: str, scale: str) -> str:
@@ -53,13 +79,22 @@ def cmd_audit(args) -> int:
     root = repo_root()
     scale = args.scale or _default_scale(root)
     registry = Registry.load(root)
-    what, files, build = _targets(registry, args.target, scale, root)
+    try:
+        what, files, build, claim = _targets(registry, args.target, scale, root)
+    except AuditTargetError as exc:
+        print(f"audit: {exc}", file=sys.stderr)
+        return 2
     if build is not None and not all((root / f).exists() for f in files):
         missing = [f for f in files if not (root / f).exists()]
         print(f"{what}: not built yet ({', '.join(missing)}); {build}", file=sys.stderr)
         return 2
-    report = audit_paths(files, root, scale=scale)
-    print(f"Audit of {what}")
+    if claim:
+        from fedrepro.provenance.audit import claim_summary
+
+        print("\n".join(claim_summary(claim["paper"], claim["claim"], root / files[0])))
+        print()
+    report = audit_paths(files, root, scale=scale, runs=claim.get("runs"))
+    print(f"Audit of {what}" + (f": the {len(claim['runs'])} run(s) it reads" if claim else ""))
     print("\n".join(report.lines))
     for note in report.notes:
         print(f"note: {note}")

@@ -40,11 +40,64 @@ if config["configuration"] not in _CONFIGURATIONS:
         + (f"; did you mean {', '.join(_close)}?" if _close else "")
         + f"\nDefined configurations: {', '.join(_CONFIGURATIONS)}"
     )
-# plugin files are code of every run (a changed compressor reruns the runs); plugin modules of installed
-# packages are not tracked
+# plugin files are code of the runs that use a compressor they register (a changed compressor reruns those runs,
+# no other); plugin modules of installed packages are not tracked
 PLUGIN_FILES = [
     p for p in config.get("comm", {}).get("plugins") or [] if str(p).endswith(".py")
 ]
+
+
+def _plugin_compressors():
+    """plugin file -> the compressor names it registered on import (an empty set: it registers none, so it stays
+    code of every run, since what else it changes cannot be told)."""
+    import sys
+    from pathlib import Path
+
+    from fedrepro.comm.registry import COMPRESSORS
+
+    out = {}
+    for entry in PLUGIN_FILES:
+        path = (
+            Path(entry) if Path(entry).is_absolute() else Path(ROOT) / entry
+        ).resolve()
+        modules = {
+            name
+            for name, m in list(sys.modules.items())
+            if getattr(m, "__file__", None) and Path(m.__file__).resolve() == path
+        }
+        out[entry] = {
+            n
+            for n, f in COMPRESSORS.items()
+            if getattr(f, "__module__", None) in modules
+        }
+    return out
+
+
+PLUGIN_COMPRESSORS = _plugin_compressors()
+
+
+def _strings(value):
+    """Every string in a nested registry value (a method's `compressor: mine`, `{name: mine}`, a board's list)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def run_plugin_files(paper, experiment, configuration, scale):
+    """The plugin files a run's code includes: those registering a compressor that the run's parameters name (a
+    board run's `registered` list included), and those registering none."""
+    names = set(_strings(run_params(paper, experiment, configuration, scale)))
+    return tuple(
+        f for f, regs in PLUGIN_COMPRESSORS.items() if not regs or regs & names
+    )
+
+
 PAPERS = ("gcca", "cvfl", "thesis", "adept")
 
 # A wall-clock run (registry `alone: true`) takes every `machine` slot, so no other job runs beside it; every
@@ -244,6 +297,24 @@ def _artifact_names(kind):
     )  # a regex that matches nothing when no artifact has this kind
 
 
+def report_category(wc):
+    """The report's category of an artifact: its paper, numbered in the papers' order (the report sorts by name)."""
+    from fedrepro.scorecard.pages import paper_order
+
+    papers = paper_order(REGISTRY)
+    return f"{papers.index(wc.paper) + 1}. {wc.paper}"
+
+
+def report_subcategory(wc):
+    """The report's subcategory: the artifact's position in its paper, zero-padded, and its label ('02 Fig. 2'
+    before '10 Fig. 10')."""
+    from fedrepro.scorecard.pages import artifact_order
+
+    order = artifact_order(REGISTRY, wc.paper)
+    label = REGISTRY.artifact(wc.paper, wc.artifact)["label"]
+    return f"{order.index(wc.artifact) + 1:02d} {label}"
+
+
 def render_inputs(wc):
     notebook = REGISTRY.notebook(wc.paper, wc.artifact)
     return {
@@ -256,7 +327,9 @@ def render_inputs(wc):
 def run_code(wc):
     runner_module = run_spec(wc)["runner"].partition(":")[0]
     return code(
-        "workflow/scripts/run.py", modules=(runner_module,), extra=tuple(PLUGIN_FILES)
+        "workflow/scripts/run.py",
+        modules=(runner_module,),
+        extra=run_plugin_files(wc.paper, wc.experiment, wc.configuration, wc.scale),
     )
 
 

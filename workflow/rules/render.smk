@@ -12,8 +12,8 @@ rule render_table:
         csv=report(
             "results/{scale}/{paper}/tables/{artifact}.csv",
             caption="../report/artifact.rst",
-            category="{paper}",
-            subcategory="{artifact}",
+            category=report_category,
+            subcategory=report_subcategory,
             labels={"artifact": "{artifact}", "kind": "table"},
         ),
         md="results/{scale}/{paper}/tables/{artifact}.md",
@@ -22,8 +22,8 @@ rule render_table:
         claims=report(
             "results/{scale}/{paper}/claims/{artifact}.csv",
             caption="../report/claims.rst",
-            category="{paper}",
-            subcategory="{artifact}",
+            category=report_category,
+            subcategory=report_subcategory,
             labels={"artifact": "{artifact}", "kind": "claims"},
         ),
         provs=[
@@ -65,8 +65,8 @@ rule render_figure:
         png=report(
             "results/{scale}/{paper}/figures/{artifact}.png",
             caption="../report/artifact.rst",
-            category="{paper}",
-            subcategory="{artifact}",
+            category=report_category,
+            subcategory=report_subcategory,
             labels={"artifact": "{artifact}", "kind": "figure"},
         ),
         ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
@@ -74,8 +74,8 @@ rule render_figure:
         claims=report(
             "results/{scale}/{paper}/claims/{artifact}.csv",
             caption="../report/claims.rst",
-            category="{paper}",
-            subcategory="{artifact}",
+            category=report_category,
+            subcategory=report_subcategory,
             labels={"artifact": "{artifact}", "kind": "claims"},
         ),
         provs=[
@@ -123,14 +123,14 @@ rule render_leaderboard:
         csv=report(
             "results/{scale}/leaderboard.csv",
             caption="../report/leaderboard.rst",
-            category="leaderboard",
+            category="5. leaderboard",
             labels={"artifact": "leaderboard", "kind": "table"},
         ),
         md="results/{scale}/leaderboard.md",
         png=report(
             "results/{scale}/leaderboard.png",
             caption="../report/leaderboard.rst",
-            category="leaderboard",
+            category="5. leaderboard",
             labels={"artifact": "leaderboard", "kind": "figure"},
         ),
         pdf="results/{scale}/leaderboard.pdf",

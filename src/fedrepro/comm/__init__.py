@@ -9,10 +9,12 @@ paper's own measure. See docs/comm.md for the reference table (source, bias, δ/
     c = get_compressor("cutemaxvar", q=3)
     out = c(delta, rng)            # delta: (I, J, K) numpy or torch; rng: matching generator
     out.value, out.bits, out.parts
+
+A new compressor subclasses ``Compressor`` and returns an ``Encoding`` from ``_encode`` (docs/comm.md §8).
 """
 
 from . import conventions
-from .base import Compressed, Compressor, realized_delta
+from .base import Compressed, Compressor, Encoding, realized_delta
 from .compose import Composed, compose
 from .cvfl_quantizers import A2LatticeQuantizer, DitheredScalarQuantizer, a2_scale
 from .feedback import StaleCopy, TrackedCopy
@@ -29,6 +31,7 @@ __all__ = [
     "Compressor",
     "DIRECTIONS",
     "DitheredScalarQuantizer",
+    "Encoding",
     "GradientRankedColumnTopK",
     "Identity",
     "MaxAbsStochasticQuantizer",

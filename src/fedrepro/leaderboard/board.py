@@ -19,7 +19,8 @@ from fedrepro.leaderboard.metrics import COLUMNS, METRICS, SettingContext
 from fedrepro.leaderboard.spec import SETTINGS, Board, compressor_order, registered_compressors
 
 NEEDS_OWN = ("cvfl", "ch3")   # settings whose target is read off the figure's run (gcca, ch4: fixed levels)
-MEASURED = {"delta": "δ (measured)", "omega": "ω (measured)", "bits_per_entry": "bits/entry"}
+# δ = ω as docs/comm.md defines them (the contraction E||C(x) - x||^2 <= (1 - δ)||x||^2; fedrepro.leaderboard.measure)
+MEASURED = {"delta": "δ = ω (measured)", "error": "E‖C(x)−x‖²/‖x‖² (measured)", "bits_per_entry": "bits/entry"}
 
 
 def _read(files: list[str], root: Path) -> pd.DataFrame | None:
@@ -47,8 +48,9 @@ def build(root: str | Path, scale: str, registry, board: Board | None = None) ->
                     seed=int(m.get("seed", 0)), knobs=m.get("knobs"))
         for key, col in MEASURED.items():
             note = r.get("note", "")
-            if key == "omega" and not note and not r.get("unbiased"):
-                note = "n/a: biased (ω is the variance of an unbiased compressor)"
+            if key == "delta" and not note and not np.isfinite(r.get("delta", np.nan)):
+                note = (f"n/a: no contraction (E‖C(x)−x‖² = {r['error']:.3g}‖x‖²); "
+                        f"C/(1+{r['error']:.3g}) has δ = {r['delta_scaled']:.3g}")
             rows.append({"setting": "comm", "column": col, "compressor": c, "value": r.get(key, np.nan),
                          "note": note, "method": r.get("params", ""), "source": "measured"})
     frame = pd.DataFrame(rows, columns=COLUMNS)
@@ -61,7 +63,25 @@ def build(root: str | Path, scale: str, registry, board: Board | None = None) ->
     from fedrepro.plotting import label
 
     frame.insert(3, "label", frame.compressor.map(label))
-    return frame.sort_values(["rank"], kind="stable").drop(columns="rank").reset_index(drop=True)
+    frame = frame.sort_values(["rank"], kind="stable").drop(columns="rank").reset_index(drop=True)
+    frame["better"] = frame.column.map(better)
+    frame["rank"] = column_ranks(frame)
+    return frame
+
+
+def better(column: str) -> str:
+    """Which way a column is better: "higher" for δ (a contraction closer to 1 loses less), "lower" for every
+    other (bits, communication cost, f/v*, the measured error)."""
+    return "higher" if column == MEASURED["delta"] else "lower"
+
+
+def column_ranks(frame: pd.DataFrame) -> pd.Series:
+    """Each compressor's rank within its (setting, column), 1 = best; ties share the best rank ("min"); a cell
+    with no number (n/a, not reached) has none (NaN)."""
+    out = pd.Series(np.nan, index=frame.index)
+    for _, g in frame.groupby(["setting", "column"], sort=False):
+        out[g.index] = g.value.rank(method="min", ascending=g.better.iloc[0] == "lower")
+    return out
 
 
 def _exp(path: str) -> str:
@@ -75,25 +95,36 @@ def column_order(frame: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(seen, key=lambda sc: rank.get(sc[0], len(rank)))
 
 
-def _cell(value: float, note: str, own: bool) -> str:
+def _cell(value: float, note: str, own: bool, rank: float = np.nan) -> str:
     if isinstance(note, str) and note.startswith("n/a"):
         return note
     if not np.isfinite(value):
-        return f"– ({note})" if isinstance(note, str) and note else "–"
+        return f"not reached ({note})" if isinstance(note, str) and note else "–"
     text = f"{value:.3g}" if abs(value) < 1e4 else f"{value:.3e}"
+    if np.isfinite(rank):
+        text += f" (#{int(rank)})"
     return f"{text} ★" if own else text
 
 
+def _head(settings: dict, setting: str, column: str) -> str:
+    head = f"{settings[setting]['label']}: {column}" if setting in settings else column
+    return f"{head} ({better(column)} is better)"
+
+
 def wide(frame: pd.DataFrame, settings: dict) -> pd.DataFrame:
-    """One row per compressor; a cell per (setting, column); ★: the paper's own compressor (its figure's number)."""
+    """One row per compressor; a cell per (setting, column) with its rank in that column (#1 best); ★: the
+    paper's own compressor (its figure's number)."""
+    if "rank" not in frame:
+        frame = frame.assign(better=frame.column.map(better))
+        frame["rank"] = column_ranks(frame)
     cols = column_order(frame)
     out = []
     for c, g in frame.groupby("compressor", sort=False):
         row = {"compressor": c, "label": g.label.iloc[0]}
         for s, col in cols:
             cell = g[(g.setting == s) & (g.column == col)]
-            head = f"{settings[s]['label']}: {col}" if s in settings else col
-            row[head] = _cell(float(cell.value.iloc[0]), cell.note.iloc[0], bool(cell.own.iloc[0])) if len(cell) else ""
+            row[_head(settings, s, col)] = (_cell(float(cell.value.iloc[0]), cell.note.iloc[0], bool(cell.own.iloc[0]),
+                                                  float(cell["rank"].iloc[0])) if len(cell) else "")
         out.append(row)
     return pd.DataFrame(out)
 
@@ -102,8 +133,11 @@ def markdown(frame: pd.DataFrame, settings: dict, scale: str) -> str:
     from fedrepro.plotting.tables import markdown_table
 
     lines = [f"# Leaderboard ({scale} scale): every registered compressor in each work's comparison setting", "",
-             "★: the paper's own compressor, its figure's number.  Lower is better for bits and f/v*; δ is "
-             "measured on random vectors (1/(1+ω) for an unbiased one), ω only for unbiased compressors.", ""]
+             "★: the paper's own compressor, its figure's number.  (#n): the rank in that column, #1 best; each "
+             "column's heading says which way is better (δ higher, every other column lower).  \"not reached\": "
+             "the run did not reach the setting's target, so it has no number.  δ = ω as docs/comm.md defines "
+             "them: E‖C(x)−x‖² ≤ (1 − δ)‖x‖², measured on random vectors for the operator as registered (an "
+             "unbiased one with E‖C(x)−x‖² ≥ ‖x‖² is no contraction: its cell gives δ of C/(1+e) instead).", ""]
     for name, s in settings.items():
         lines.append(f"- **{s['label']}**: {s['value']}")
     lines.append("")
@@ -113,6 +147,7 @@ def markdown(frame: pd.DataFrame, settings: dict, scale: str) -> str:
 def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
     """One horizontal bar panel per column (log scale where the values span more than a decade)."""
     from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
 
     from fedrepro.plotting import colors
 
@@ -131,19 +166,33 @@ def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
         log = len(finite) > 1 and finite.max() / finite.min() > 10
         shown = np.isfinite(vals) & ((vals > 0) | (not log))
         ax.barh(y[shown], vals[shown], color=[palette[n] for n, s in zip(names, shown) if s])
+        ranks = sub["rank"] if "rank" in sub else pd.Series(dtype=float)
         for i, n in enumerate(names):
             own = n in sub.index and bool(sub.own.get(n, False))
+            star = " ★" if own else ""
             if not np.isfinite(vals[i]):
-                # why there is no bar: "n/a" (does not apply) or "not reached" (ran, missed the target)
+                # why there is no bar: "n/a" (does not apply) or "not reached" (ran, missed the target: a hatched
+                # bar across the panel, so it never reads as an empty or a zero bar)
                 note = str(sub.note.get(n, "")) if n in sub.index else ""
-                text = "n/a" if note.startswith("n/a") else ("not reached" if n in sub.index else "")
-                ax.text(0.01, i, text + (" ★" if own and text else ""), va="center", fontsize=6.5, color="0.35",
+                if n not in sub.index:
+                    continue
+                if note.startswith("n/a"):
+                    ax.text(0.01, i, "n/a" + star, va="center", fontsize=6.5, color="0.35",
+                            transform=ax.get_yaxis_transform())
+                    continue
+                ax.add_patch(Rectangle((0, i - 0.35), 1, 0.7, transform=ax.get_yaxis_transform(), fill=False,
+                                       hatch="////", edgecolor=palette[n], lw=0.6))
+                ax.text(0.02, i, "not reached" + star, va="center", fontsize=6.5, color="0.1",
+                        transform=ax.get_yaxis_transform(),
+                        bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"})
+                continue
+            rank = ranks.get(n, np.nan)
+            text = (f" #{int(rank)}" if np.isfinite(rank) else "") + star
+            if vals[i] == 0 or not shown[i]:
+                ax.text(0.01, i, f"{vals[i]:g}" + text, va="center", fontsize=6.5,
                         transform=ax.get_yaxis_transform())
-            elif vals[i] == 0 or not shown[i]:
-                ax.text(0.01, i, f"{vals[i]:g}" + (" ★" if own else ""), va="center", fontsize=6.5,
-                        transform=ax.get_yaxis_transform())
-            elif own:
-                ax.text(vals[i], i, " ★", va="center", fontsize=7)
+            else:
+                ax.text(vals[i], i, text, va="center", fontsize=6.5)
         if log:
             from matplotlib.ticker import LogLocator, NullFormatter
 
@@ -153,7 +202,7 @@ def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
         ax.set_yticks(y, [n for n in names], fontsize=7)
         ax.set_ylim(len(names) - 0.5, -0.5)   # every compressor's row, also where no bar is drawn
         head = settings[s]["label"] if s in settings else "fedrepro.comm"
-        ax.set_title(f"{head}\n{col}", fontsize=8)
+        ax.set_title(f"{head}\n{col}\n{better(col)} is better (#1 best)", fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
     for ax in axes[len(cols):]:
         ax.set_visible(False)
@@ -175,15 +224,19 @@ def leaderboard(root, scale: str, outputs: dict, plugins=None):
     registry = Registry.load(root, check=False)
     board = Board.load(root, registry)
     frame = build(root, scale, registry, board)
-    files = [f for fs in board.run_files(scale, registry).values() for f in fs if (Path(root) / f).is_file()]
-    stand_in = uses_stand_in(root, files)
+    by_setting = {s: [f for f in fs if (Path(root) / f).is_file()] for s, fs in board.run_files(scale, registry).items()}
+    marked = {s for s, fs in by_setting.items() if uses_stand_in(root, fs)}   # settings whose runs use a stand-in
+    stand_in = bool(marked)
     write_csv(outputs["csv"], frame)
     text = markdown(frame, board.settings, scale)
     if stand_in:
-        text = text.replace("\n\n", "\n\nSome runs use stand-in data (see each figure's page).\n\n", 1)
+        names = ", ".join(board.settings[s]["label"] for s in board.settings if s in marked)
+        text = text.replace("\n\n", f"\n\nSome runs use stand-in data ({names}; see each figure's page).\n\n", 1)
     write_text(outputs["md"], text)
     fig = figure(frame, board.settings, title=f"fedrepro leaderboard ({scale} scale): ★ = the paper's own compressor")
-    save_figure(fig, outputs["pdf"], outputs["png"], stand_in=stand_in)
+    # the mark on the panels of the settings made from stand-in data only (the measured δ panels use no dataset)
+    panels = [ax for ax, (s, _) in zip(fig.axes, column_order(frame)) if s in marked]
+    save_figure(fig, outputs["pdf"], outputs["png"], stand_in=panels)
     return frame
 
 

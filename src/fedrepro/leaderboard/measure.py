@@ -1,16 +1,18 @@
-"""δ and ω of a compressor, measured on random vectors with an explicit seed (config/leaderboard.yaml `measure`).
+"""δ (= ω) of a compressor, measured on random vectors with an explicit seed (config/leaderboard.yaml `measure`).
 
-For x and draws C(x) (one U[0, 1) block per draw from `rng_stream(seed, "leaderboard", name, ...)`):
+One definition, docs/comm.md's (§1: "δ (gcca) = ω (thesis)"; §2's table): the contraction parameter of the
+operator as registered, E||C(x) - x||^2 <= (1 - δ)||x||^2.  For x and draws C(x) (one U[0, 1) block per draw from
+`rng_stream(seed, "leaderboard", name, ...)`):
 
-  relative error   e(x) = mean ||C(x) - x||^2 / ||x||^2
-  δ  (contraction, gcca's δ / the thesis' ω)  = 1 - e for a biased operator (E||C(x) - x||^2 <= (1 - δ)||x||^2),
-                                              1 / (1 + ω) for an unbiased one (the contraction C / (1 + ω))
-  ω  (variance of an unbiased operator)       = e      (E||C(x) - x||^2 <= ω ||x||^2)
+  relative error   e(x) = mean ||C(x) - x||^2 / ||x||^2     (an unbiased operator's variance factor)
+  δ = ω            = 1 - e, a contraction only where e < 1 (QSGD: ω = 1 - β_{d,s} where β < 1, docs/comm.md §2);
+                     where e >= 1 the operator is no contraction (δ NaN) and C/(1 + e), an unbiased operator scaled
+                     down, is one with δ = 1/(1 + e) (`delta_scaled`)
   bias             ||mean C(x) - x|| / ||x||   (Monte Carlo; ~0 for an unbiased operator)
 
-each reported as the worst (smallest δ, largest ω) over N(0, I) vectors and the worst case of a top-k (every
-magnitude equal, where top-k's δ = k/d exactly).  Closed forms the tests check: top-k δ = k/d on the worst case;
-random-k (kept entries unscaled) δ = k/d on every x; unbiased random-k (d/k rescaling) ω = d/k - 1.
+each reported as the worst (largest e) over N(0, I) vectors and the worst case of a top-k (every magnitude
+equal, where top-k's δ = k/d exactly).  Closed forms the tests check: top-k δ = k/d on the worst case; random-k
+(kept entries unscaled) δ = k/d on every x; unbiased random-k (d/k rescaling) e = d/k - 1.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def test_vectors(d: int, n: int, seed: int) -> np.ndarray:
 
 def measure(name: str, *, d: int = 100, draws: int = 400, vectors: int = 4, seed: int = 0,
             knobs: dict | None = None) -> dict:
-    """{compressor, params, unbiased, delta, omega, bias, bits_per_entry, delta_closed, omega_closed, note}."""
+    """{compressor, params, unbiased, delta, error, delta_scaled, bias, bits_per_entry, delta_library, note}."""
     from fedrepro.comm.registry import get_compressor
 
     try:
@@ -56,7 +58,7 @@ def measure(name: str, *, d: int = 100, draws: int = 400, vectors: int = 4, seed
     e = max(errors)
     unbiased = bool(getattr(comp, "unbiased", False))
     return {"compressor": name, "params": _fmt(params), "unbiased": unbiased,
-            "delta": 1.0 / (1.0 + e) if unbiased else 1.0 - e, "omega": e if unbiased else np.nan,
+            "delta": 1.0 - e if e < 1 else np.nan, "error": e, "delta_scaled": 1.0 / (1.0 + e),
             "bias": max(biases), "bits_per_entry": float(np.mean(bits)),
             "delta_library": _library(comp, d), "note": ""}
 

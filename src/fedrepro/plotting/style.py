@@ -19,22 +19,43 @@ def apply_style() -> None:
     plt.style.use(STYLE)
 
 
-def save_figure(fig, pdf: str | Path, png: str | Path, stand_in: bool = False, reencoded: bool = False) -> None:
+def save_figure(fig, pdf: str | Path, png: str | Path, stand_in=False, reencoded=False) -> None:
     """Save PDF and PNG atomically.  Figures made from stand-in data carry a visible mark; figures made from a lossy
-    copy of the real images (data kind real-reencoded) a lighter one (the stand-in mark wins where both apply)."""
+    copy of the real images (data kind real-reencoded) a lighter one (the stand-in mark wins where both apply).
+
+    `stand_in` / `reencoded`: True marks the whole figure; a collection of Axes marks those panels only (a figure
+    whose panels use different data: C-VFL Fig. 3's real CIFAR-10 panels beside stand-in MIMIC-III, the
+    leaderboard's settings)."""
     from fedrepro.io import atomic_path
 
-    if stand_in:
+    stand_in_axes = _axes(stand_in)
+    reencoded_axes = [ax for ax in _axes(reencoded) if ax not in stand_in_axes]
+    if stand_in is True:
         fig.text(0.5, 0.5, "STAND-IN DATA", fontsize=40, color="red", alpha=0.18, ha="center", va="center",
                  rotation=25, transform=fig.transFigure, zorder=1000)
-    elif reencoded:
+    elif reencoded is True:
         fig.text(0.5, 0.5, "RE-ENCODED JPEG", fontsize=32, color="0.35", alpha=0.12, ha="center", va="center",
                  rotation=25, transform=fig.transFigure, zorder=1000)
+    if stand_in is not True:
+        for ax in stand_in_axes:
+            ax.text(0.5, 0.5, "STAND-IN DATA", fontsize=18, color="red", alpha=0.22, ha="center", va="center",
+                    rotation=25, transform=ax.transAxes, zorder=1000)
+        if reencoded is not True:
+            for ax in reencoded_axes:
+                ax.text(0.5, 0.5, "RE-ENCODED JPEG", fontsize=14, color="0.35", alpha=0.15, ha="center",
+                        va="center", rotation=25, transform=ax.transAxes, zorder=1000)
     # fixed metadata so reruns give identical files
     with atomic_path(png) as tmp:
         fig.savefig(tmp, format="png", metadata={"Software": None})
     with atomic_path(pdf) as tmp, _layout_kept(fig) as crop:
         fig.savefig(tmp, format="pdf", metadata={"CreationDate": None}, **crop)
+
+
+def _axes(mark) -> list:
+    """The panels a mark names: none for a bool (True marks the figure), else the given Axes."""
+    if isinstance(mark, bool) or mark is None:
+        return []
+    return list(mark)
 
 
 @contextmanager

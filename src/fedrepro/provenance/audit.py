@@ -7,6 +7,10 @@ A changed library (src/fedrepro hash) is reported as a note: the numbers may be 
 
 Each file is hashed and reported once however many consumers it has; every file built (directly or not) from
 a drifted one, and every input of a drifted one, is marked; the report ends with the command that rebuilds.
+
+A claim's audit (`claim_runs`, `claim_summary`) starts with the claim as the scorecard judged it and walks only the
+runs the claim reads: its configurations, and the experiments on its `datasets:` (a CIFAR-10 panel's claim does not
+re-hash the MIMIC-III and ModelNet10 runs of the same figure).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ class AuditReport:
     notes: list[str] = field(default_factory=list)
     repair: list[str] = field(default_factory=list)
     files_checked: int = 0
+    skipped: set[str] = field(default_factory=set)   # runs of the artifact that the audited claim does not read
 
     @property
     def ok(self) -> bool:
@@ -52,9 +57,15 @@ def _add(problems: list[str], text: str) -> None:
         problems.append(text)
 
 
-def _walk(paths, root: Path, report: AuditReport) -> dict[str, _Node]:
+def _is_run(path: str) -> bool:
+    parts = Path(path).parts
+    return len(parts) >= 5 and parts[0] == "results" and parts[3] == "runs" and path.endswith(".csv")
+
+
+def _walk(paths, root: Path, report: AuditReport, runs: set[str] | None = None) -> dict[str, _Node]:
     """Every file of the chains below `paths`, hashed once, with its own problems and the edge problems
-    (what its consumers recorded about it) attached to it."""
+    (what its consumers recorded about it) attached to it.  `runs`: the run CSVs to follow (None: every one);
+    another run recorded as an input is neither hashed nor shown."""
     nodes: dict[str, _Node] = {}
     stack = [(str(p), None, None) for p in reversed(list(paths))]
     while stack:
@@ -76,6 +87,9 @@ def _walk(paths, root: Path, report: AuditReport) -> dict[str, _Node]:
                     node.problems.append(f"bytes do not match its own sidecar (recorded {_short(sc.get('sha256'))},"
                                          f" now {_short(node.sha256)})")
                 for rec in reversed((sc or {}).get("inputs", [])):
+                    if runs is not None and _is_run(rec["path"]) and rec["path"] not in runs:
+                        report.skipped.add(rec["path"])
+                        continue
                     stack.append((rec["path"], path, rec))
         if consumer is not None:
             if consumer not in node.consumers:
@@ -130,11 +144,12 @@ def _repair(nodes: dict[str, _Node], drifted: list[str], roots: list[str], scale
     return lines
 
 
-def audit_paths(paths, root: str | Path = ".", scale: str | None = None) -> AuditReport:
+def audit_paths(paths, root: str | Path = ".", scale: str | None = None, runs=None) -> AuditReport:
+    """The hash tree below `paths`; `runs` (a claim's run CSVs): follow only those runs."""
     report = AuditReport()
     root = Path(root)
     roots = [str(p) for p in paths]
-    nodes = _walk(roots, root, report)
+    nodes = _walk(roots, root, report, None if runs is None else {str(r) for r in runs})
     drifted = [p for p, n in nodes.items() if n.problems]
     built_on, feeds = {}, {}
     for path in drifted:
@@ -196,6 +211,56 @@ def audit_paths(paths, root: str | Path = ".", scale: str | None = None) -> Audi
     affected = sorted(set(built_on) - set(drifted))
     if affected:
         report.notes.append(f"{len(affected)} file(s) built on drifted files: {', '.join(affected)}")
+    if report.skipped:
+        report.notes.append(f"{len(report.skipped)} run(s) of the artifact that this claim does not read were not "
+                            f"re-hashed: {', '.join(sorted(report.skipped))}")
     if drifted:
         report.repair = _repair(nodes, drifted, roots, scale, root)
     return report
+
+
+# ---- a claim's audit ---------------------------------------------------------------------------------------
+
+def claim_runs(registry, paper: str, claim: dict, scale: str) -> list[str]:
+    """The run CSVs a claim reads at `scale`: its artifact's experiments on the claim's `datasets:` (all of them
+    where it names none), at the claim's `configurations:` (all where it names none)."""
+    entry = registry.artifact(paper, claim["artifact"])
+    datasets, confs = claim.get("datasets"), claim.get("configurations")
+    out = []
+    for exp in entry["experiments"]:
+        dataset = registry.run_spec(paper, exp, scale).get("dataset")
+        if datasets and dataset and dataset not in datasets:
+            continue
+        for conf in registry.configurations(paper, exp, scale):
+            if not confs or conf in confs:
+                out.append(f"results/{scale}/{paper}/runs/{exp}/{conf}.csv")
+    return out
+
+
+CLAIM_FIELDS = (("paper", "paper_value"), ("ours", "our_value"), ("band", "band"), ("verdict", "verdict"),
+                ("configuration", "configuration"), ("data", "data"), ("detail", "detail"))
+
+
+def claim_summary(paper: str, claim: dict, claims_csv: str | Path) -> list[str]:
+    """The claim as the scorecard judged it: statement and expression from the registry, then one block per row of
+    the artifact's claims CSV (a configuration, or an element of a `cells` claim)."""
+    import pandas as pd
+
+    lines = [f"Claim {paper}:{claim['id']} ({claim.get('kind', '')}, artifact {paper}:{claim['artifact']})",
+             f"  statement:  {claim.get('statement', '')}"]
+    expression = [f"{k} {claim[k]}" for k in ("where", "expr", "ours", "column") if claim.get(k)]
+    if claim.get("kind") == "cells":
+        expression.append(f"cells of {', '.join(claim.get('columns', []))} keyed by {', '.join(claim.get('keys', []))}")
+    lines.append(f"  expression: {'; '.join(expression) or '-'}")
+    frame = pd.read_csv(claims_csv, keep_default_na=False)
+    rows = frame[(frame.claim == claim["id"]) | frame.claim.astype(str).str.startswith(claim["id"] + "[")]
+    if not len(rows):
+        lines.append(f"  (no row for this claim in {claims_csv})")
+    for r in rows.itertuples():
+        head = f"  [{r.claim}]" if r.claim != claim["id"] else "  ---"
+        lines.append(head)
+        for name, col in CLAIM_FIELDS:
+            value = getattr(r, col, "")
+            if str(value) != "":
+                lines.append(f"    {name + ':':<15}{value}")
+    return lines

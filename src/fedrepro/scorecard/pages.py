@@ -286,6 +286,18 @@ def reduced_parameters(registry, paper: str, scale: str) -> list[tuple[str, str]
     return out
 
 
+DATA_KIND_TEXT = {"real": "real data", "real-reencoded": "real images, re-encoded JPEG (every pixel off by the "
+                  "JPEG error; judged like real data)"}
+
+
+def _used_text(kind: str, dataset: dict) -> str:
+    """What a build used for a dataset, from the data kind its sidecars recorded: a stand-in names itself by the
+    registry's text; a real (or re-encoded real) dataset never gets the stand-in's description."""
+    if kind == "stand-in":
+        return "stand-in: " + ((dataset.get("standin") or {}).get("differs") or "synthetic data of the same shapes")
+    return DATA_KIND_TEXT.get(kind, kind)
+
+
 def _data_kinds(registry, scale: str) -> dict[tuple[str, str], dict]:
     """(paper, artifact) -> {dataset: real | stand-in | ...} from each artifact's data sidecar."""
     from fedrepro.provenance import read_sidecar
@@ -444,26 +456,28 @@ def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Pat
                          f"({len(rows)} experiments)</summary><table><tr><th>paper</th><th>experiment</th>"
                          f"<th>parameters at this scale (paper scale)</th></tr>{body}</table></details>")
 
-    # stand-in legend
-    stand_ins: dict[str, list[tuple[str, str]]] = {}
+    # stand-in legend: each dataset labelled by the kind its build recorded (the runs' sidecars), never by the
+    # stand-in it would have used
+    not_real: dict[tuple[str, str], list[tuple[str, str]]] = {}
     rank = {(p, a): (i, j) for i, p in enumerate(papers) for j, a in enumerate(order[p])}
     for (p, a), data in kinds.items():
         for dataset, kind in data.items():
             if kind != "real":
-                stand_ins.setdefault(dataset, []).append((p, a))
+                not_real.setdefault((dataset, kind), []).append((p, a))
     parts.append("<h2 id='stand-ins'>Stand-in data</h2><p><span class='standin'>STAND-IN DATA</span> on an artifact "
-                 "(and as a watermark on its figure) means that at least one of its runs was made from synthetic or "
-                 "substitute data because the real dataset is not available here (credentialed, too large, or "
-                 "not downloadable). The code path is the same; the numbers are not the paper's, so its claims are "
-                 "not-comparable.</p>")
-    if stand_ins:
+                 "(and as a watermark on its figure's panels) means that at least one of its runs was made from "
+                 "synthetic or substitute data because the real dataset is not available here (credentialed, too "
+                 "large, or not downloadable). The code path is the same; the numbers are not the paper's, so its "
+                 "claims are not-comparable. A dataset used as <em>real, re-encoded</em> is the real images through a "
+                 "lossy codec: judged like real data, its figures carry a lighter mark.</p>")
+    if not_real:
         body = "".join(
             f"<tr><td><code>{esc(d)}</code></td><td>{esc((datasets.get(d) or {}).get('title', ''))}</td>"
-            f"<td>{esc(((datasets.get(d) or {}).get('standin') or {}).get('differs', ''))}</td>"
+            f"<td>{esc(_used_text(kind, datasets.get(d) or {}))}</td>"
             f"<td>{', '.join(_artifact_link(registry, pa) for pa in sorted(set(arts), key=rank.get))}</td></tr>"
-            for d, arts in sorted(stand_ins.items()))
-        parts.append("<table><tr><th>dataset</th><th>what it is</th><th>the stand-in</th><th>artifacts</th></tr>"
-                     f"{body}</table>")
+            for (d, kind), arts in sorted(not_real.items()))
+        parts.append("<table><tr><th>dataset</th><th>what it is</th><th>what this build used</th><th>artifacts</th>"
+                     f"</tr>{body}</table>")
     else:
         parts.append("<p>Every artifact at this scale was made from the real datasets.</p>")
 
