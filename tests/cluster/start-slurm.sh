@@ -164,18 +164,19 @@ ReturnToService=2
 MinJobAge=300
 KillWait=5
 InactiveLimit=0
-# One GPU that exists only for the scheduler (its "device" is an empty file: slurmd drops a GPU without
-# one), so that jobs submitted with --gpus=1 to the gpu partition are accepted and run; they compute on the
-# CPU like every other job.
+# Two GPUs that exist only for the scheduler (each "device" is an empty file: slurmd drops a GPU without
+# one), so that jobs submitted with --gpus=1 to the gpu partition are accepted, two at a time, and run; they
+# compute on the CPU like every other job.  Partition cpu: one a user names (the tests check it is honoured).
 GresTypes=gpu
-NodeName=$NODE NodeAddr=127.0.0.1 NodeHostname=$NODE $HW Gres=gpu:1 State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 NodeHostname=$NODE $HW Gres=gpu:2 State=UNKNOWN
 PartitionName=main Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=$NODE MaxTime=INFINITE State=UP
+PartitionName=cpu Nodes=$NODE MaxTime=INFINITE State=UP
 EOF
 mv "$CONF.new" "$CONF"
-touch "$STATE/etc/fake-gpu0"
+touch "$STATE/etc/fake-gpu0" "$STATE/etc/fake-gpu1"
 cat >"$STATE/etc/gres.conf" <<EOF
-NodeName=$NODE Name=gpu File=$STATE/etc/fake-gpu0
+NodeName=$NODE Name=gpu File=$STATE/etc/fake-gpu[0-1]
 EOF
 echo "export SLURM_CONF=$CONF" >"$STATE/env"
 export SLURM_CONF=$CONF
@@ -284,5 +285,5 @@ until node_ready; do
     fi
     sleep 0.5
 done
-say "running: node $NODE ($HW) partitions main (default), gpu; accounting: $ACCOUNTING_LINE; SLURM_CONF=$CONF"
+say "running: node $NODE ($HW) partitions main (default), gpu, cpu; accounting: $ACCOUNTING_LINE; SLURM_CONF=$CONF"
 echo "export SLURM_CONF=$CONF"
