@@ -1,8 +1,8 @@
 """The workflow: dry runs at every scale, the smoke scale end to end, reruns on code changes, audit."""
 
 import json
+import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -108,13 +108,18 @@ def test_slurm_jobs_keep_the_users_partition_and_gpu_runs_go_to_the_gpu_partitio
                if rule == "run" and "experiment=fig6" not in wc)
 
 
-@pytest.mark.skipif(shutil.which("sbatch") is not None and subprocess.run(["squeue"], capture_output=True).returncode == 0,
-                    reason="a SLURM controller answers here: a job submitted by mistake would run instead of failing")
-def test_data_jobs_run_on_the_submitting_host_under_slurm(workdir):
-    """issue 52: fetching and verification are local rules: through the SLURM executor, with no SLURM controller to
-    submit to, the fetch still runs (on this host) and finishes."""
-    proc = snakemake("--profile", "workflow/profiles/slurm", "results/downloads/mimic3_ihm/manifest.json",
-                     "--config", "scale=smoke", cwd=workdir, timeout=600)
+def test_data_jobs_run_on_the_submitting_host_under_slurm(workdir, tmp_path):
+    """issue 52: fetching and verification are local rules: through the SLURM executor, with an `sbatch` that refuses
+    every submission, the fetch still runs (on this host) and finishes."""
+    stub = tmp_path / "bin" / "sbatch"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\necho 'sbatch: this test submits nothing' >&2\nexit 1\n")
+    stub.chmod(0o755)
+    env = {**os.environ, "PATH": f"{stub.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/slurm",
+                           "results/downloads/mimic3_ihm/manifest.json", "--config", "scale=smoke"],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "localrule data_fetch:" in proc.stdout + proc.stderr
     assert (workdir / "results/downloads/mimic3_ihm/manifest.json").exists()
 
