@@ -67,7 +67,8 @@ def smoke_run(tmp_path_factory) -> Path:
     return wd
 
 
-# A test runs Snakemake when it uses the smoke build or calls Snakemake (directly or through a helper of its module)
+# A test runs Snakemake when it uses the smoke build, submits to the test cluster (tests/cluster), or calls Snakemake
+# (directly or through a helper of its module)
 _RUNS_SNAKEMAKE = re.compile(r"\bsnakemake\(|\"-m\", \"snakemake\"|\bsnakemake_cmd\(")
 
 
@@ -87,5 +88,6 @@ def _calls_snakemake(func, depth: int = 1) -> bool:
 def pytest_collection_modifyitems(config, items):
     for item in items:
         func = getattr(item, "function", None)
-        if "smoke_run" in getattr(item, "fixturenames", ()) or (func is not None and _calls_snakemake(func)):
+        builds = "smoke_run" in getattr(item, "fixturenames", ()) or item.get_closest_marker("cluster")
+        if builds or (func is not None and _calls_snakemake(func)):
             item.add_marker(pytest.mark.slow)
