@@ -651,7 +651,7 @@ def measurements_for(root: str | Path, registry) -> list[Measurement]:
     return list(_cached_measurements(str(Path(root).resolve())))
 
 
-# ---- scheduling order of a local build ----------------------------------------------------------------------------
+# ---- job order of a local build ----------------------------------------------------------------------------
 
 @lru_cache(maxsize=4)
 def _measured_seconds(root: str) -> dict:
@@ -673,12 +673,6 @@ def _own_seconds(seconds: dict, paper: str, experiment: str, configuration: str,
     """One run's measured CPU seconds in `_measured_seconds`, the experiment's largest where this configuration has
     none; None if unmeasured."""
     return seconds.get((paper, experiment, configuration, scale), seconds.get((paper, experiment, None, scale)))
-
-
-def expected_run_seconds(root, paper: str, experiment: str, configuration: str, scale: str) -> float | None:
-    """The measured CPU seconds of one run (None if unmeasured): the duration fedrepro.scheduling's backfilling
-    expects of it (order only, as schedule_priority)."""
-    return _own_seconds(_measured_seconds(str(Path(root).resolve())), paper, experiment, configuration, scale)
 
 
 def schedule_priority(registry, paper: str, experiment: str, configuration: str, scale: str) -> float:
