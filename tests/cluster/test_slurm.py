@@ -278,36 +278,48 @@ def test_a_partition_named_in_a_copied_profile_holds_for_run_and_render_jobs(slu
         assert job["info"]["JobState"] == "COMPLETED", job["info"]
 
 
-def test_a_cancelled_job_fails_the_build_with_its_id_and_log_and_does_not_hang(slurm_env, tmp_path_factory):
+# snakemake-executor-plugin-slurm 2.8.0 matches sacct's State exactly against its failure states, and sacct reports a
+# job cancelled by a user or an administrator as "CANCELLED by <uid>": on the sacct path such a job is never seen to
+# end and the build waits for ever (on the squeue path its state reads "CANCELLED").  Strict: when a plugin release
+# fixes it, this test says so.
+SACCT_CANCEL_HANGS = pytest.mark.xfail(strict=True, reason="plugin 2.8.0 does not recognise sacct's "
+                                       "'CANCELLED by <uid>' and waits for ever")
+
+
+@pytest.mark.parametrize("status", [pytest.param("sacct", marks=SACCT_CANCEL_HANGS), "squeue"])
+def test_a_cancelled_job_fails_the_build_with_its_id_and_log_and_does_not_hang(slurm_env, tmp_path_factory, status):
     """Every attempt of the one run job is cancelled with scancel as soon as SLURM lists it (the profile retries a
-    failed job once): Snakemake must stop with an error naming the SLURM job and its log, within 5 minutes."""
+    failed job once): Snakemake must stop with an error naming the SLURM job and its log, within a time limit."""
     wd = copy_workflow(tmp_path_factory.mktemp("slurm-cancel") / "wf")
     target = "results/smoke/thesis/runs/fig4_1/as-stated.csv"
     out_path = wd / "snakemake.out"
     with open(out_path, "w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/slurm",
-                                 *_quick_status(), *_memory_args(slurm_env), target, "--config", "scale=smoke"],
+                                 "--slurm-status-command", status, *_quick_status(), *_memory_args(slurm_env),
+                                 target, "--config", "scale=smoke"],
                                 cwd=wd, env=slurm_env, stdout=out, stderr=subprocess.STDOUT, text=True)
         cancelled: list[str] = []
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 150
         try:
             while proc.poll() is None:
-                assert time.monotonic() < deadline, "Snakemake still running 300 s after its job was cancelled"
-                queued = _sh("squeue", "-h", "-o", "%i %k", env=slurm_env, check=False).stdout.split("\n")
-                for line in queued:
-                    job_id, _, comment = line.partition(" ")
-                    if job_id and comment.startswith("rule_") and job_id not in cancelled:
-                        _sh("scancel", job_id, env=slurm_env)
-                        cancelled.append(job_id)
+                assert time.monotonic() < deadline, f"Snakemake still waits 150 s after scancel of {cancelled}"
+                run_id = re.search(r"SLURM run ID: (\S+)", out_path.read_text())
+                if run_id:   # this build's jobs only (their name is its run ID): the cluster may serve others
+                    queued = _sh("squeue", "-h", "-n", run_id.group(1), "-o", "%i", env=slurm_env, check=False)
+                    for job_id in queued.stdout.split():
+                        if job_id not in cancelled:
+                            _sh("scancel", job_id, env=slurm_env)
+                            cancelled.append(job_id)
                 time.sleep(0.2)
         finally:
             if proc.poll() is None:
                 proc.kill()
+                proc.wait()
     log = out_path.read_text()
-    assert proc.returncode != 0 and cancelled, log[-4000:]
+    assert proc.returncode not in (0, None) and cancelled, log[-4000:]
     submitted = {slurm_id: path for _, slurm_id, path in SUBMITTED.findall(log)}
     last = cancelled[-1]
     report = next((line for line in log.splitlines() if f"SLURM-job '{last}' failed" in line), None)
     assert report and "CANCELLED" in report, log[-4000:]
     assert submitted[last] in log.split(report, 1)[1], log[-4000:]   # the job's log is named with the error
-    assert (wd / "results/smoke/thesis/runs/fig4_1/as-stated.csv").exists() is False
+    assert not (wd / target).exists()

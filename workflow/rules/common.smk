@@ -187,8 +187,18 @@ def run_resource(key, default=None):
     """
     from fedrepro.plan import run_resource as planned
 
+    limit = (config.get("cluster") or {}).get(
+        "max_runtime_h", 48
+    )  # hours; caps runtime
     return lambda wc: planned(
-        REGISTRY, wc.paper, wc.experiment, wc.configuration, wc.scale, key, default
+        REGISTRY,
+        wc.paper,
+        wc.experiment,
+        wc.configuration,
+        wc.scale,
+        key,
+        default,
+        max_runtime_h=limit,
     )
 
 
