@@ -252,7 +252,8 @@ def test_the_plan_is_within_half_of_every_measured_paper_shape_slice(repo, regis
         a, b = plan.fit_line([(p.units, p.cpu_seconds) for p in points])
         assert same_shape and 0.5 <= (a + b * m.units) / m.cpu_seconds <= 1.5, (m.source, a + b * m.units, m)
         memory = {**work, "memory": "held"} if work.get("memory") else work
-        mem, _ = plan.predict_memory(memory, own, {"held": m.memory_units}, m.shape)
+        params = {**registry.params(paper, experiment, m.configuration, "paper"), "held": m.memory_units}
+        mem, _ = plan.predict_memory(memory, own, params, m.shape)
         assert 0.5 <= mem / m.peak_rss_mb <= 1.5, (m.source, mem, m.peak_rss_mb)
 
 
