@@ -243,8 +243,8 @@ def test_two_jobs_run_side_by_side(slurm_env, side_wd, kind, files):
         rule = _producing_rule(side_wd, files[0], slurm_env)
         extra = ["--set-resources", f"{rule}:gpu=1", f"{rule}:slurm_partition='gpu'"]
     t0 = time.monotonic()
-    proc = _snakemake("--profile", "workflow/profiles/slurm", *_quick_status(), *_memory_args(slurm_env), *extra,
-                      *files, "--config", "scale=smoke", cwd=side_wd, env=slurm_env, timeout=600)
+    proc = _snakemake("--profile", "workflow/profiles/slurm", *_quick_status(), *files, *_memory_args(slurm_env),
+                      *extra, "--config", "scale=smoke", cwd=side_wd, env=slurm_env, timeout=600)  # options take lists
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log[-6000:]
     print(f"\n{kind} pair: {time.monotonic() - t0:.1f} s")
