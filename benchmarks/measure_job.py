@@ -56,6 +56,7 @@ def main() -> None:
     if args.data:
         inputs["data"] = args.data
     limit_threads(1)
+    import torch  # noqa: F401  (a run job's process imports it to choose its device: its peak memory includes torch)
     with tempfile.TemporaryDirectory() as tmp:
         output = Path(args.output) if args.output else Path(tmp) / "run.csv"
         output.parent.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,10 @@
-"""Shared fixtures: the repository root and a private copy of the workflow to run Snakemake in."""
+"""Shared fixtures: the repository root and a private copy of the workflow to run Snakemake in; every test that runs
+Snakemake is marked `slow` here, so `pytest -m "not slow"` is the fast inner loop."""
 
 from __future__ import annotations
 
+import inspect
+import re
 import shutil
 import subprocess
 import sys
@@ -62,3 +65,29 @@ def smoke_run(tmp_path_factory) -> Path:
     wd = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
     snakemake("--cores", "2", "all", "--config", "scale=smoke", cwd=wd)
     return wd
+
+
+# A test runs Snakemake when it uses the smoke build, submits to the test cluster (tests/cluster), or calls Snakemake
+# (directly or through a helper of its module)
+_RUNS_SNAKEMAKE = re.compile(r"\bsnakemake\(|\"-m\", \"snakemake\"|\bsnakemake_cmd\(")
+
+
+def _calls_snakemake(func, depth: int = 1) -> bool:
+    try:
+        if _RUNS_SNAKEMAKE.search(inspect.getsource(func)):
+            return True
+    except (OSError, TypeError):
+        return False
+    if depth == 0:
+        return False
+    helpers = [func.__globals__.get(name) for name in func.__code__.co_names]
+    return any(inspect.isfunction(h) and h.__module__ == func.__module__ and _calls_snakemake(h, depth - 1)
+               for h in helpers)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        func = getattr(item, "function", None)
+        builds = "smoke_run" in getattr(item, "fixturenames", ()) or item.get_closest_marker("cluster")
+        if builds or (func is not None and _calls_snakemake(func)):
+            item.add_marker(pytest.mark.slow)

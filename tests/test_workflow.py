@@ -3,10 +3,8 @@
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-from contextlib import contextmanager
 
 import pytest
 from conftest import snakemake
@@ -71,13 +69,73 @@ def test_alias_of_another_scale_says_where_it_exists_and_the_advice_works(workdi
     assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
 
 
+def _slurm_dry_run(wd, *args):
+    """{(rule, wildcards line): resources line} of a dry run through the shipped SLURM profile."""
+    text = snakemake("-n", "--profile", "workflow/profiles/slurm", *args, cwd=wd).stdout
+    jobs, rule, wildcards = {}, None, ""
+    for line in text.splitlines():
+        if re.match(r"^(local)?rule \w+:$", line):
+            rule, wildcards = line.split()[-1].rstrip(":"), ""
+        elif line.strip().startswith("wildcards:"):
+            wildcards = line.strip().removeprefix("wildcards: ")
+        elif line.strip().startswith("resources:") and rule:
+            jobs[(rule, wildcards)] = dict(kv.split("=", 1) for kv in line.strip().removeprefix("resources: ").split(", "))
+    return jobs
+
+
 def test_slurm_profile_parses_and_jobs_get_resources(workdir):
-    proc = snakemake("-n", "--profile", "workflow/profiles/slurm", "thesis_table5_1", "--config", "scale=smoke",
-                     cwd=workdir)
-    text = proc.stdout + proc.stderr
-    assert "rule run:" in text
-    run_lines = [l for l in text.splitlines() if "resources:" in l and "mem_mb=2000" in l]
-    assert run_lines and all("runtime=120" in l for l in run_lines), text[-2000:]
+    jobs = _slurm_dry_run(workdir, "thesis_table5_1", "--config", "scale=smoke")
+    runs = [res for (rule, _), res in jobs.items() if rule == "run"]
+    assert runs and all(r["runtime"] == "120" and r["mem_mb"] == "2000" for r in runs), jobs
+
+
+def test_slurm_jobs_keep_the_users_partition_and_gpu_runs_go_to_the_gpu_partition(workdir):
+    """issue 52: --default-resources slurm_partition=X reaches run jobs too; only GPU runs go to
+    cluster.gpu_partition, and only when it is set; a wall-clock run asks SLURM for a node of its own."""
+    targets = ("gcca_fig10", "gcca_fig6", "--config", "scale=paper")  # Fig. 10's deep runs are tagged gpu=1 there
+    plain = _slurm_dry_run(workdir, *targets, "--default-resources", "slurm_partition=cpu")
+    assert {rule for rule, _ in plain} >= {"run", "render_figure"}
+    assert all(res.get("slurm_partition") == "cpu" for res in plain.values()), plain
+    routed = _slurm_dry_run(workdir, *targets, "cluster={gpu_partition: gpu}", "--default-resources",
+                            "slurm_partition=cpu")
+    gpu = {key for key, res in routed.items() if key[0] == "run" and res["gpu"] == "1"}
+    assert gpu, routed
+    for key, res in routed.items():
+        assert res.get("slurm_partition") == ("gpu" if key in gpu else "cpu"), (key, res)
+    alone = [res for (rule, wc), res in routed.items() if rule == "run" and "experiment=fig6" in wc]
+    assert alone and all(res["slurm_extra"] == "--exclusive" for res in alone), routed
+    assert all(res.get("slurm_extra", "") == "" for (rule, wc), res in routed.items()
+               if rule == "run" and "experiment=fig6" not in wc)
+
+
+def test_data_jobs_run_on_the_submitting_host_under_slurm(workdir, tmp_path):
+    """issue 52: fetching and verification are local rules: through the SLURM executor, with an `sbatch` that refuses
+    every submission, the fetch still runs (on this host) and finishes."""
+    stub = tmp_path / "bin" / "sbatch"
+    stub.parent.mkdir()
+    stub.write_text("#!/bin/sh\necho 'sbatch: this test submits nothing' >&2\nexit 1\n")
+    stub.chmod(0o755)
+    env = {**os.environ, "PATH": f"{stub.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/slurm",
+                           "results/downloads/mimic3_ihm/manifest.json", "--config", "scale=smoke"],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "localrule data_fetch:" in proc.stdout + proc.stderr
+    assert (workdir / "results/downloads/mimic3_ihm/manifest.json").exists()
+
+
+def test_local_limits_never_hold_back_cluster_jobs(workdir):
+    """issue 52: the local-machine limits (profiles/default: gpu, machine) are scoped "local", so on a cluster
+    Snakemake tallies them per submitted job, not across jobs (a `resources:` limit of the default profile is
+    otherwise applied to SLURM jobs too: the workflow profile is loaded beside --profile and wins key by key)."""
+    text = snakemake("--print-compilation", cwd=workdir).stdout
+    scopes = re.search(r"workflow\.resourcescope\((.*?)\)", text, re.S)
+    assert scopes and re.search(r"gpu\s*=\s*['\"]local['\"]", scopes.group(1)) and \
+        re.search(r"machine\s*=\s*['\"]local['\"]", scopes.group(1)), scopes
+    import yaml
+
+    profile = yaml.safe_load((workdir / "profiles/default/config.yaml").read_text())
+    assert set(profile["resources"]) == {"gpu", "machine"} and "cores" not in profile
 
 
 def test_slurm_plugin_turns_gpu_resource_into_a_gpu_request():
@@ -202,6 +260,46 @@ def test_executed_notebooks_show_their_figures(smoke_run):
         assert "<img" in (smoke_run / files["html"]).read_text(), files["html"]
 
 
+def _injected_parameters(path) -> str:
+    cells = json.loads(path.read_text())["cells"]
+    return "".join(next(c for c in cells if "injected-parameters" in c["metadata"].get("tags", []))["source"])
+
+
+def test_executed_notebooks_name_no_machine_path_and_the_configuration_they_show(smoke_run):
+    """The parameters papermill injects are relative to the repository root, and `configuration` is one the
+    artifact's runs were made under (an artifact run only as-stated does not claim to show `calibrated`)."""
+    from fedrepro.scorecard.evaluate import artifact_configurations
+
+    registry = Registry.load(smoke_run)
+    shown = {}
+    for paper, artifact, entry in registry.artifacts(scale="smoke"):
+        notebook = smoke_run / registry.artifact_files(paper, artifact, "smoke")["ipynb"]
+        assert str(smoke_run) not in notebook.read_text(), notebook
+        params = _injected_parameters(notebook)
+        assert 'root = "."' in params, params
+        configuration = re.search(r'^configuration = "(.*)"$', params, re.M).group(1)
+        ran = artifact_configurations(registry, paper, artifact, "smoke")
+        derived = (entry.get("parameters") or {}).get("derived") or {}
+        assert configuration in ran or configuration in derived, (notebook, configuration, ran)
+        shown[(paper, artifact)] = configuration
+    assert "as-stated" in shown.values() and "calibrated" in shown.values(), shown
+
+
+def test_a_notebook_error_fails_the_render_with_the_cells_traceback(smoke_run):
+    notebook = smoke_run / "notebooks/thesis/table5_1.py"
+    original = notebook.read_text()
+    notebook.write_text(original + '\n# %%\nraise ValueError("a deliberate error in the last cell")\n')
+    try:
+        proc = snakemake("--cores", "1", "thesis_table5_1", "--config", "scale=smoke", cwd=smoke_run, check=False)
+        assert proc.returncode != 0
+        log = (smoke_run / "results/smoke/thesis/logs/render/table5_1.log").read_text()
+        assert "PapermillExecutionError" in log and "ValueError: a deliberate error in the last cell" in log, log
+        assert 'raise ValueError("a deliberate error in the last cell")' in log, log   # the cell's traceback
+    finally:
+        notebook.write_text(original)
+    snakemake("--cores", "2", "thesis_table5_1", "--config", "scale=smoke", cwd=smoke_run)  # as the build left it
+
+
 def test_snakemake_report_as_the_readme_writes_it(smoke_run):
     snakemake("--report", "results/report.html", "--config", "scale=smoke", cwd=smoke_run, timeout=600)
     text = (smoke_run / "results/report.html").read_text(errors="replace")
@@ -275,64 +373,3 @@ def test_wall_clock_runs_ran_alone(smoke_run):
         start, end = jobs[log]
         beside = [other for other, (s, e) in jobs.items() if other != log and s < end and e > start]
         assert not beside, f"{log} ran beside {beside}"
-
-
-@contextmanager
-def _outputs_kept(paths):
-    """Copies of these run outputs and their sidecars, put back with their times afterwards (a test that reruns
-    them leaves the smoke build as it was): yields {output: its copy}."""
-    saved = {}
-    for csv in paths:
-        for f in (csv, csv.with_name(csv.name + ".prov.json")):
-            saved[f] = f.with_name(f.name + ".kept")
-            shutil.copy2(f, saved[f])
-    try:
-        yield saved
-    finally:
-        for f, copy in saved.items():
-            shutil.copy2(copy, f)
-            copy.unlink()
-
-
-def test_local_build_jobs_start_warm_and_give_what_cold_jobs_give(smoke_run):
-    """The smoke build's jobs ran as warm copies (fedrepro.warm); two of its runs rerun cold give the same rows
-    except the timing columns."""
-
-    import pandas as pd
-
-    from fedrepro.io import TIMING_COLUMNS
-
-    logs = [p for p in (smoke_run / "results/smoke").glob("*/logs/*/**/*.log") if "rule " in p.read_text()]
-    warm = [p for p in logs if "in a warm copy (fedrepro.warm)" in p.read_text()]
-    assert len(warm) >= 0.8 * len(logs), f"{len(warm)} of {len(logs)} job logs say warm"
-    runs = [smoke_run / f"results/smoke/thesis/runs/{e}/as-stated.csv" for e in ("fig4_1", "fig3_4")]
-    with _outputs_kept(runs) as saved:
-        snakemake("--cores", "2", "-f", *[str(p.relative_to(smoke_run)) for p in runs], "--config", "scale=smoke",
-                  "warm=false", cwd=smoke_run)
-        for csv in runs:
-            log = smoke_run / "results/smoke/thesis/logs/runs" / csv.parent.name / "as-stated.log"
-            assert "warm copy" not in log.read_text()
-            cold, warm_rows = pd.read_csv(csv), pd.read_csv(saved[csv])
-            keep = [c for c in cold.columns if c not in TIMING_COLUMNS]
-            pd.testing.assert_frame_equal(cold[keep], warm_rows[keep])
-    assert _planned_rules(smoke_run, "all") == {}
-
-
-@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or shutil.which("taskset") is None,
-                    reason="needs os.sched_getaffinity and taskset (Linux)")
-def test_a_local_build_runs_no_more_jobs_at_once_than_its_cores(smoke_run):
-    """The README's `--cores 8`, in a process allowed one core (taskset), runs its jobs one after another:
-    common.smk's default `host_cores` limit is the cores the process may use, each job holding its threads (eight
-    one-thread jobs on a two-core laptop shared its caches for nothing: docs/architecture.md)."""
-    runs = [f"results/smoke/thesis/runs/{e}/as-stated.csv" for e in ("fig4_1", "fig4_2", "fig3_4")]
-    with _outputs_kept([smoke_run / csv for csv in runs]):
-        proc = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable, "-m", "snakemake",
-                               "--cores", "8", "-f", *runs, "--config", "scale=smoke", "warm=false"],
-                              cwd=smoke_run, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        jobs = _job_intervals(smoke_run)
-        ran = sorted(jobs[csv.replace("/runs/", "/logs/runs/").replace(".csv", ".log")] for csv in runs)
-        assert len(ran) == 3
-        for (_, end), (start, _) in zip(ran, ran[1:]):
-            assert start >= end, f"two jobs ran at once on one core: {ran}"
-    assert _planned_rules(smoke_run, "all") == {}

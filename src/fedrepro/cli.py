@@ -131,6 +131,8 @@ def cmd_plan(args) -> int:
         return 0
     if args.gpu_speedup is None:
         args.gpu_speedup = plan.GPU_SPEEDUP
+    if args.max_runtime_h is None:
+        args.max_runtime_h = plan.configured_max_runtime_h(root)
     measurements = plan.measurements_for(root, registry)
     jobs = plan.target_runs(registry, args.target, args.scale)
     estimates = [plan.estimate_run(registry, measurements, p, e, c, args.scale, gpu_speedup=args.gpu_speedup)
@@ -140,11 +142,18 @@ def cmd_plan(args) -> int:
     print(plan.plan_table(estimates))
     print(f"\nCPU core-h: the runner's CPU time on the calibration machine(s) (basis: the scales it was fitted on; "
           f"'extrapolated' where the paper's units exceed every measurement).  GPU-h = core-h / {args.gpu_speedup:g} "
-          f"(plan:A-gpu-speedup).  Peak MB '≥': the largest measured peak, no memory model.  Cluster requests "
+          f"(plan:A-gpu-speedup), or the runner's declared FLOP at {plan.GPU_FLOPS / 1e12:g} TFLOP/s "
+          f"(plan:A-gpu-rate).  Peak MB '≥': the largest measured peak, no measured growth.  Cluster requests "
           f"(paper scale): runtime = {plan.SAFETY:g} x wall h, mem_mb = {plan.MEMORY_SAFETY:g} x peak MB "
           f"(docs/cluster.md, 'Cost planning').")
     for note in sorted({n for e in estimates for n in e.notes}):
         print(f"note: {note}")
+    over = plan.over_limit(registry, measurements, jobs, args.scale, args.max_runtime_h)
+    if over:
+        print(f"\n{len(over)} run job(s) over the time limit (cluster.max_runtime_h = {args.max_runtime_h:g} h; "
+              f"each asks for the limit and would be stopped there):")
+        for line in over:
+            print(f"over the limit: {line}")
     return 0
 
 
@@ -183,6 +192,8 @@ def main(argv=None) -> int:
     pl = sub.add_parser("plan", help="estimated CPU-hours, GPU-hours, memory and disk of a target's runs at a scale")
     pl.add_argument("target", nargs="?", default="all", help="all (default), a paper, an artifact alias, or leaderboard (its board runs)")
     pl.add_argument("--scale", choices=SCALES, default="paper")
+    pl.add_argument("--max-runtime-h", type=float, default=None,
+                    help="the cluster's job time limit in hours (default: config/config.yaml cluster.max_runtime_h)")
     pl.add_argument("--gpu-speedup", type=float, default=None,
                     help="CPU cores one GPU replaces (default: fedrepro.plan.GPU_SPEEDUP, plan:A-gpu-speedup)")
     pl.add_argument("--calibrate", action="store_true",

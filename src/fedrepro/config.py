@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import hashlib
-import pickle
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -48,28 +46,16 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         return super().construct_mapping(node, deep=deep)
 
 
-# sha256 of a file's bytes -> what it parses to, pickled: a job reads the four paper registries once or twice (44 ms
-# to parse, 1 ms to unpickle), and the warm server parses them once for all its copies (fedrepro.warm).  Keyed on the
-# bytes, so an edited file is parsed afresh; unpickled, so every caller gets its own objects to change.
-_PARSED: dict[bytes, bytes] = {}
-
-
 def load_yaml(path: str | Path) -> Any:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"configuration file {path} does not exist")
-    data = path.read_bytes()
-    key = hashlib.sha256(data).digest()
-    if key in _PARSED:
-        return pickle.loads(_PARSED[key])
     try:
-        value = yaml.load(data.decode("utf-8"), Loader=_UniqueKeyLoader) or {}
+        return yaml.load(path.read_bytes().decode("utf-8"), Loader=_UniqueKeyLoader) or {}
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text ({exc}); save it as UTF-8") from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from exc
-    _PARSED[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    return value
 
 
 def deep_merge(base: Mapping, over: Mapping) -> dict:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -22,10 +21,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from fedrepro import warm
 from fedrepro.provenance.sidecar import now_iso, write_sidecars
 from fedrepro.provenance.verify import verify_inputs
-from fedrepro.runtime import choose_device, device_description, huge_pages_on, limit_threads
+from fedrepro.runtime import choose_device, device_description, limit_threads
 
 
 @dataclass
@@ -68,9 +66,7 @@ def rule_run(sm, use_torch_device: bool = False, inputs=None):
         run = RuleRun(sm)
         if use_torch_device:
             run.device = choose_device(sm.config.get("device", "auto"))
-        run.log.info("rule %s started on %s with %d thread(s)%s%s", sm.rule, device_description(run.device),
-                     sm.threads, ", in a warm copy (fedrepro.warm)" if warm.is_copy() else "",
-                     ", huge pages for large buffers" if huge_pages_on(os.environ) else "")
+        run.log.info("rule %s started on %s with %d thread(s)", sm.rule, device_description(run.device), sm.threads)
         yield run
         run.log.info("rule %s finished (%.1f s, %.1f CPU s in this process)", sm.rule, time.perf_counter() - t0,
                      time.process_time() - c0)

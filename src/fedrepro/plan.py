@@ -37,6 +37,7 @@ import csv
 import json
 import math
 import platform
+import sys
 from dataclasses import dataclass, field
 from datetime import date
 from functools import lru_cache
@@ -51,9 +52,12 @@ WORK_NAME = "WORK"
 CALIBRATION = "config/calibration.csv"
 MEASURED_SCALES = ("smoke", "quick")
 GPU_SPEEDUP = 100.0      # plan:A-gpu-speedup: one GPU = this many CPU cores of the calibration machine
+GPU_FLOPS = 20e12        # plan:A-gpu-rate: FLOP/s one GPU sustains training the big convnets (ResNet-50/18, 224 px)
 SAFETY = 2.0             # runtime request = SAFETY x the estimate (model error, slower nodes, load)
 MEMORY_SAFETY = 1.5      # mem_mb request = MEMORY_SAFETY x the estimated peak
+MEMORY_NOISE = 1.05      # two peaks within 5 % are one peak measured twice, not growth
 MIN_RUNTIME_MIN = 10     # no cluster request below this (queue start-up, imports)
+MAX_RUNTIME_H = 48.0     # default of the config key cluster.max_runtime_h: the longest job a partition grants
 CALIBRATION_FIELDS = ("paper", "experiment", "configuration", "scale", "shape", "units", "memory_units",
                       "cpu_seconds", "clock", "threads", "peak_rss_mb", "output_bytes", "source", "machine", "date")
 
@@ -348,20 +352,40 @@ def fit_points(measurements: list[Measurement], shape: str) -> tuple[list[Measur
     return points, bool(same)
 
 
-def predict_memory(work: dict, measurements: list[Measurement], params: dict) -> tuple[float | None, bool]:
-    """(peak MB, is_floor).  A line over the `memory` units needs two measurements whose memory units differ by 1.5x
-    or more (a process's peak is mostly its interpreter and libraries: one point through the origin would scale
-    those too); otherwise the largest measured peak, a floor."""
-    rss = [(m.memory_units, m.peak_rss_mb) for m in measurements if m.peak_rss_mb]
+def memory_slope(measurements: list[Measurement]) -> float | None:
+    """MB per `memory` unit: the steepest growth between the smallest and the largest memory units of one model
+    shape (1.5x apart or more, the peak grown by more than MEMORY_NOISE: C-VFL's 1,967 and 1,981 MB at 100 and 200
+    samples are one peak measured twice, and their ratio extrapolated to 50,000 samples asked 13.5 GB), over the
+    shapes measured; None without such a pair.  Any shape's
+    growth counts: the memory units count the data a run holds, which the model does not change."""
+    slopes = []
+    for shape in {m.shape for m in measurements}:
+        rss = sorted((m.memory_units, m.peak_rss_mb) for m in measurements
+                     if m.shape == shape and m.peak_rss_mb and m.memory_units is not None)
+        if len(rss) >= 2:
+            (x0, y0), (x1, y1) = rss[0], rss[-1]
+            if x1 > 1.5 * x0 and y1 > MEMORY_NOISE * y0:
+                slopes.append((y1 - y0) / (x1 - x0))
+    return max(slopes, default=None)
+
+
+def predict_memory(work: dict, measurements: list[Measurement], params: dict,
+                   shape: str | None = None) -> tuple[float | None, bool]:
+    """(peak MB, is_floor): the largest measured peak of the run's shape (else of any), plus the measured growth
+    per `memory` unit (`memory_slope`) times the units this run holds beyond that measurement.  Never a line
+    through the origin: a process's peak is mostly its interpreter, libraries and model, which a ratio would scale
+    with the data (it asked 63 GB for a C-VFL CIFAR-10 run that peaks under 2 GB).  Without a measured growth the
+    largest measured peak stands, marked as a floor."""
+    rss = [m for m in measurements if m.peak_rss_mb]
     if not rss:
         return None, False
-    floor = max(r for _, r in rss)
-    if work.get("memory") and all(u is not None for u, _ in rss):
-        units = sorted(u for u, _ in rss)
-        if units[-1] > 1.5 * units[0]:
-            a, b = fit_line(rss)
-            return max(a + b * evaluate(work["memory"], params, work.get("defaults")), min(r for _, r in rss)), False
-    return floor, True
+    base = max((m for m in rss if m.shape == shape), key=lambda m: m.peak_rss_mb, default=None) or \
+        max(rss, key=lambda m: m.peak_rss_mb)
+    slope = memory_slope(rss) if work.get("memory") and base.memory_units is not None else None
+    if slope is None:
+        return base.peak_rss_mb, True
+    extra = evaluate(work["memory"], params, work.get("defaults")) - base.memory_units
+    return base.peak_rss_mb + slope * max(0.0, extra), False
 
 
 def predict_cpu_seconds(registry, measurements: list[Measurement], paper: str, experiment: str, params: dict,
@@ -413,7 +437,7 @@ def run_once(registry, paper: str, experiment: str, configuration: str, scale: s
 
 
 def estimate_run(registry, measurements: list[Measurement], paper: str, experiment: str, configuration: str,
-                 scale: str, gpu_speedup: float = GPU_SPEEDUP) -> Estimate:
+                 scale: str, gpu_speedup: float = GPU_SPEEDUP, gpu_flops: float = GPU_FLOPS) -> Estimate:
     root = registry.root
     spec = registry.run_spec(paper, experiment, scale)
     gpu = bool(spec["resources"].get("gpu", 0))
@@ -442,12 +466,19 @@ def estimate_run(registry, measurements: list[Measurement], paper: str, experime
     if units > 1.5 * max(m.units for m in points):
         est.basis += f", x{units / max(m.units for m in points):.3g} extrapolated"
     est.cpu_hours = cpu_s / 3600
-    if gpu:
+    flops = (evaluate(work["flops"], {**params, "units": units}, work.get("defaults"))
+             if gpu and work.get("flops") else 0.0)
+    if flops > 0:
+        # plan:A-gpu-rate: the FLOP count the runner declares over a sustained GPU rate, not CPU time / speed-up
+        est.gpu_hours = flops / gpu_flops / 3600
+        est.wall_hours = est.gpu_hours
+        est.basis += f", GPU: {flops:.3g} FLOP at {gpu_flops / 1e12:g} TFLOP/s"
+    elif gpu:
         est.gpu_hours = est.cpu_hours / gpu_speedup
         est.wall_hours = est.gpu_hours
     else:
         est.wall_hours = est.cpu_hours / max(1, est.threads)
-    est.mem_mb, est.mem_is_floor = predict_memory(work, own, params)
+    est.mem_mb, est.mem_is_floor = predict_memory(work, own, params, shape_of(work, params))
     est.disk_mb, est.disk_note = _disk_mb(root, spec.get("dataset"), [m.output_bytes for m in points])
     return est
 
@@ -472,12 +503,82 @@ def _disk_mb(root, dataset: str | None, outputs: list) -> tuple[float | None, st
     return (data + out) / 1e6, note
 
 
-def rule_resources(registry, measurements, paper, experiment, configuration, scale) -> dict:
-    """{'runtime': minutes, 'mem_mb': MB} for the run rule at `scale` (empty where no estimate exists)."""
+def configured_max_runtime_h(root: str | Path) -> float:
+    """config/config.yaml's cluster.max_runtime_h (MAX_RUNTIME_H where it is not set)."""
+    import yaml
+
+    path = Path(root) / "config" / "config.yaml"
+    cfg = yaml.safe_load(path.read_text()) if path.exists() else {}
+    return float(((cfg or {}).get("cluster") or {}).get("max_runtime_h") or MAX_RUNTIME_H)
+
+
+def planned_runtime_min(wall_hours: float) -> int:
+    """The runtime request (minutes) for an estimated wall time: SAFETY x the estimate, at least MIN_RUNTIME_MIN."""
+    return int(max(MIN_RUNTIME_MIN, math.ceil(SAFETY * wall_hours * 60)))
+
+
+def grid_runs(params: dict) -> tuple[int, str]:
+    """(how many independent runs one seed of a job makes, what one is): C-VFL's (compressor, b) grid or its
+    explicit `runs`, else the methods compared.  Each could be a job of its own (issue: per-run split)."""
+    if params.get("runs"):
+        return len(params["runs"]), "grid run"
+    methods = params.get("methods") if isinstance(params.get("methods"), dict) else {}
+    names = params.get("compressors") or list(methods)
+    bits = params.get("bits") or []
+    if names and bits:
+        fixed = [n for n in names if n == "none" or (isinstance(methods.get(n), dict) and methods[n].get("b"))]
+        return len(fixed) + (len(names) - len(fixed)) * len(bits), "(compressor, b) run"
+    return max(1, len(names)), "method"
+
+
+def split_advice(registry, paper: str, experiment: str, configuration: str, scale: str, hours: float,
+                 max_hours: float) -> str:
+    """How a run planned at `hours` (the request, SAFETY included) could be cut into jobs of at most `max_hours`:
+    per seed, per run of its grid, or both (the fewest jobs that fit); where none fits, per block of epochs,
+    which needs checkpoint and resume."""
+    params = registry.params(paper, experiment, configuration, scale)
+    seeds = int(params.get("n_seeds") or params.get("seeds") or params.get("trials") or 1)
+    runs, what = grid_runs(params)
+    options: dict[int, str] = {}
+    for n, label in ((seeds, "seed"), (runs, what), (seeds * runs, f"seed x {what}")):
+        if n > 1:
+            options.setdefault(n, label)
+    options = sorted(options.items())
+    for n, label in options:
+        if hours / n <= max_hours:
+            return f"split it into {n} jobs, one per {label}, of {hours / n:,.0f} h each"
+    finest = f"{options[-1][0]} jobs (one per {options[-1][1]}) of {hours / options[-1][0]:,.0f} h" if options \
+        else "one seed and one run"
+    return (f"even {finest} exceed the limit: it needs about {math.ceil(hours / max_hours)} blocks of epochs with "
+            f"checkpoint and resume, which fedrepro does not do")
+
+
+def over_limit(registry, measurements, jobs, scale: str, max_hours: float) -> list[str]:
+    """One line per run job whose planned runtime request exceeds `max_hours` (config cluster.max_runtime_h):
+    the run, its planned hours and the split that would fit.  Such a job is submitted with runtime = the limit
+    (a request the partition accepts) and will be stopped there unless split."""
+    lines = []
+    for paper, experiment, configuration in jobs:
+        est = estimate_run(registry, measurements, paper, experiment, configuration, scale)
+        if est.wall_hours is None:
+            continue
+        hours = planned_runtime_min(est.wall_hours) / 60
+        if hours > max_hours:
+            lines.append(f"{paper}/{experiment}/{configuration}: planned {hours:,.0f} h > cluster.max_runtime_h "
+                         f"{max_hours:g} h; {split_advice(registry, paper, experiment, configuration, scale, hours, max_hours)}")
+    return lines
+
+
+def rule_resources(registry, measurements, paper, experiment, configuration, scale,
+                   max_runtime_h: float | None = None) -> dict:
+    """{'runtime': minutes, 'mem_mb': MB} for the run rule at `scale` (empty where no estimate exists); the runtime
+    request is capped at `max_runtime_h` (a request over a partition's limit stays pending for ever)."""
     est = estimate_run(registry, measurements, paper, experiment, configuration, scale)
     out = {}
     if est.wall_hours is not None:
-        out["runtime"] = int(max(MIN_RUNTIME_MIN, math.ceil(SAFETY * est.wall_hours * 60)))
+        out["runtime"] = planned_runtime_min(est.wall_hours)
+        if max_runtime_h:
+            out["runtime"] = min(out["runtime"], int(max_runtime_h * 60))
     if est.mem_mb is not None:
         out["mem_mb"] = int(math.ceil(MEMORY_SAFETY * est.mem_mb / 100) * 100)
     return out
@@ -488,20 +589,39 @@ DEFAULT_MEM_MB = 4000    # the run rule's mem_mb where the registry gives none (
 PLANNED_SCALES = ("paper",)
 
 
-def run_resource(registry, paper: str, experiment: str, configuration: str, scale: str, key: str, default=None):
+def run_resource(registry, paper: str, experiment: str, configuration: str, scale: str, key: str, default=None,
+                 max_runtime_h: float | None = MAX_RUNTIME_H):
     """A run rule's resource: the registry's value for this scale wins; at paper scale `runtime` and `mem_mb` are
-    otherwise the plan's request (at least the experiment-level registry value); else the registry's or `default`."""
+    otherwise the plan's request (at least the experiment-level registry value; runtime at most `max_runtime_h`,
+    config cluster.max_runtime_h); else the registry's or `default`."""
     entry = registry.experiment(paper, experiment)
     per_scale = ((entry["scales"].get(scale) or {}).get("resources") or {})
     if key in per_scale:
         return per_scale[key]
     declared = (entry.get("resources") or {}).get(key)
     if scale in PLANNED_SCALES and key in PLANNED_RESOURCES:
-        planned = rule_resources(registry, measurements_for(registry.root, registry), paper, experiment,
-                                 configuration, scale).get(key)
+        measurements = measurements_for(registry.root, registry)
+        planned = rule_resources(registry, measurements, paper, experiment, configuration, scale,
+                                 max_runtime_h).get(key)
+        if key == "runtime" and max_runtime_h:
+            _warn_over_limit(registry, measurements, paper, experiment, configuration, scale, max_runtime_h)
         if planned is not None:
             return max(planned, declared) if declared is not None else planned
     return declared if declared is not None else default
+
+
+_WARNED: set = set()
+
+
+def _warn_over_limit(registry, measurements, paper, experiment, configuration, scale, max_runtime_h) -> None:
+    """Say once per run (on stderr, so a dry run shows it) that its planned time exceeds the time limit."""
+    key = (str(registry.root), paper, experiment, configuration, scale, max_runtime_h)
+    if key in _WARNED:
+        return
+    _WARNED.add(key)
+    for line in over_limit(registry, measurements, [(paper, experiment, configuration)], scale, max_runtime_h):
+        print(f"fedrepro plan: over the time limit: {line}; its job asks for {max_runtime_h:g} h and will be "
+              f"stopped there (docs/cluster.md)", file=sys.stderr)
 
 
 def memory_shortfalls(registry, measurements: list[Measurement], scales=("smoke", "quick")) -> list[str]:
@@ -535,7 +655,7 @@ def measurements_for(root: str | Path, registry) -> list[Measurement]:
     return list(_cached_measurements(str(Path(root).resolve())))
 
 
-# ---- scheduling order of a local build ----------------------------------------------------------------------------
+# ---- job order of a local build ----------------------------------------------------------------------------
 
 @lru_cache(maxsize=4)
 def _measured_seconds(root: str) -> dict:
@@ -557,12 +677,6 @@ def _own_seconds(seconds: dict, paper: str, experiment: str, configuration: str,
     """One run's measured CPU seconds in `_measured_seconds`, the experiment's largest where this configuration has
     none; None if unmeasured."""
     return seconds.get((paper, experiment, configuration, scale), seconds.get((paper, experiment, None, scale)))
-
-
-def expected_run_seconds(root, paper: str, experiment: str, configuration: str, scale: str) -> float | None:
-    """The measured CPU seconds of one run (None if unmeasured): the duration fedrepro.scheduling's backfilling
-    expects of it (order only, as schedule_priority)."""
-    return _own_seconds(_measured_seconds(str(Path(root).resolve())), paper, experiment, configuration, scale)
 
 
 def schedule_priority(registry, paper: str, experiment: str, configuration: str, scale: str) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -55,38 +55,6 @@ def limit_threads(n: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(n)
-
-
-# glibc's tunable that makes malloc advise transparent huge pages for the memory it maps (glibc >= 2.35; older
-# versions and other C libraries ignore it)
-GLIBC_HUGE_PAGES = "glibc.malloc.hugetlb"
-
-
-def huge_page_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables a build sets for its jobs so that their large buffers sit on transparent huge pages.
-
-    torch's CPU allocator (``THP_MEM_ALLOC_ENABLE=1``) and glibc's malloc (``glibc.malloc.hugetlb=1``) then ask the
-    kernel for 2 MB pages (``madvise``; only where its THP mode is ``madvise`` or ``always``) for what they map: one
-    page fault per 2 MB instead of per 4 kB. Both are read when a process starts, so the Snakefile sets them for the
-    processes it starts. Results do not change; the quick build took 3 % less CPU (docs/architecture.md, "Huge
-    pages"). A value the user set wins, so ``THP_MEM_ALLOC_ENABLE=0`` or ``GLIBC_TUNABLES=glibc.malloc.hugetlb=0``
-    switches either off."""
-    out = {}
-    if "THP_MEM_ALLOC_ENABLE" not in environ:
-        out["THP_MEM_ALLOC_ENABLE"] = "1"
-    if GLIBC_HUGE_PAGES not in _glibc_tunables(environ):
-        out["GLIBC_TUNABLES"] = ":".join(filter(None, (environ.get("GLIBC_TUNABLES"), f"{GLIBC_HUGE_PAGES}=1")))
-    return out
-
-
-def huge_pages_on(environ: Mapping[str, str]) -> bool:
-    """Whether this environment asks for huge pages in both torch and glibc (what a job's log reports)."""
-    return environ.get("THP_MEM_ALLOC_ENABLE") == "1" and _glibc_tunables(environ).get(GLIBC_HUGE_PAGES) == "1"
-
-
-def _glibc_tunables(environ: Mapping[str, str]) -> dict[str, str]:
-    """GLIBC_TUNABLES ("name=value:name=value") as a dict."""
-    return dict(t.split("=", 1) for t in environ.get("GLIBC_TUNABLES", "").split(":") if "=" in t)
 
 
 def choose_device(preference: str = "auto") -> str:

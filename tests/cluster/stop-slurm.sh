@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stop the one-node cluster of tests/cluster/start-slurm.sh: cancel its jobs, then stop slurmd, slurmctld and
-# munged by the process ids in their pid files (nothing else is touched).  Idempotent.
+# Stop the one-node cluster of tests/cluster/start-slurm.sh: cancel its jobs, then stop slurmd, slurmctld,
+# slurmdbd, mariadbd and munged by the process ids in their pid files (nothing else is touched).  Idempotent.
 #   FEDREPRO_SLURM_DIR=... tests/cluster/stop-slurm.sh [--purge]    --purge also deletes the state folder
 set -euo pipefail
 
@@ -35,6 +35,8 @@ if alive "$STATE/run/slurmctld.pid"; then
 fi
 stop_pidfile slurmd
 stop_pidfile slurmctld
+stop_pidfile slurmdbd      # accounting (FEDREPRO_SLURM_ACCOUNTING=1), where started
+stop_pidfile mariadbd
 stop_pidfile munged
 if [ "$(readlink /run/slurm/conf 2>/dev/null)" = "$STATE/etc" ]; then rm -f /run/slurm/conf; fi
 if [ "${1:-}" = "--purge" ]; then rm -rf "$STATE"; fi

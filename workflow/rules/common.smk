@@ -1,5 +1,4 @@
 # Config loading and validation, the artifact registry -> targets, and code dependencies derived from imports.
-import os
 from functools import lru_cache
 
 from snakemake.exceptions import WorkflowError
@@ -14,6 +13,7 @@ from fedrepro.registry import Registry
 from fedrepro.scorecard.expressions import validate_claim_expressions
 
 try:
+    # Snakemake internals: the raw --config values (no public view of them), so they win over the scale overlay
     _resolved = resolve_config(config, workflow.config_settings.overwrite_config, ROOT)
     # user compressors register themselves on import, before the registry's names are checked (docs/comm.md)
     import_plugins(_resolved.get("comm", {}).get("plugins"), root=ROOT)
@@ -100,28 +100,10 @@ def run_plugin_files(paper, experiment, configuration, scale):
 
 PAPERS = ("gcca", "cvfl", "thesis", "adept")
 
-# A wall-clock run (registry `alone: true`) takes every `machine` slot, so no other job runs beside it; every
-# other job takes one.  A default global limit, unless the command line sets one (--resources machine=N).
-# (`in`, not `.get(...) is None`: Snakemake's Resources.get returns an empty Resource for a missing name, so that test
-# never held and, until 27 Nov 2026, neither default was set: wall-clock runs could run beside other jobs.)
+# A wall-clock run (registry `alone: true`) takes every `machine` slot, so no other job runs beside it on this machine;
+# every other job takes one.  The limit is profiles/default/config.yaml's `resources: machine=1000`; the Snakefile
+# scopes it "local", so on a cluster nothing waits for such a run (it gets a node of its own: slurm_extra below).
 MACHINE_SLOTS = 1000
-if "machine" not in workflow.global_resources:
-    workflow.global_resources["machine"] = MACHINE_SLOTS
-# On one machine, one GPU job at a time (jobs tagged `gpu: 1` run on the CPU where there is no GPU); on a cluster
-# each job gets its own GPU, so no limit there.  `--resources gpu=N` overrides.
-if workflow.local_exec and "gpu" not in workflow.global_resources:
-    workflow.global_resources["gpu"] = 1
-# On one machine, no more jobs at once than the cores this process may use (each holds its threads): the README's
-# `--cores 8` would otherwise run eight one-thread jobs on a two-core laptop, sharing its caches and memory bandwidth
-# (the quick `all` took 15 min 23 s and 1,808 CPU-s with eight at once, 13 min 11 s and 1,497 CPU-s with two, the
-# same results; docs/architecture.md, "Profiles").  `--resources host_cores=N` overrides.
-HOST_CORES = (
-    len(os.sched_getaffinity(0))
-    if hasattr(os, "sched_getaffinity")
-    else (os.cpu_count() or 1)
-)
-if workflow.local_exec and "host_cores" not in workflow.global_resources:
-    workflow.global_resources["host_cores"] = HOST_CORES
 
 
 @lru_cache(maxsize=None)
@@ -258,8 +240,18 @@ def run_resource(key, default=None):
     """
     from fedrepro.plan import run_resource as planned
 
+    limit = (config.get("cluster") or {}).get(
+        "max_runtime_h", 48
+    )  # hours; caps runtime
     return lambda wc: planned(
-        REGISTRY, wc.paper, wc.experiment, wc.configuration, wc.scale, key, default
+        REGISTRY,
+        wc.paper,
+        wc.experiment,
+        wc.configuration,
+        wc.scale,
+        key,
+        default,
+        max_runtime_h=limit,
     )
 
 
@@ -278,14 +270,41 @@ def run_priority(wc):
     )
 
 
-def slurm_partition(wc):
-    """GPU runs go to config `cluster.gpu_partition` on SLURM; "" leaves every other job on the default partition."""
-    gpu = run_spec(wc)["resources"].get("gpu", 0)
-    return (config.get("cluster") or {}).get("gpu_partition", "") if gpu else ""
+# SLURM partitions: every job keeps the partition of --default-resources (or the cluster's default), except the GPU
+# runs when config cluster.gpu_partition names one.  Only then do run jobs carry `slurm_partition` (a resource set
+# in a rule replaces the default one), and the other runs are given the user's default explicitly.
+GPU_PARTITION = (config.get("cluster") or {}).get("gpu_partition", "")
+
+
+def default_partition():
+    """The partition of --default-resources (a profile's default-resources included); None when unset."""
+    import ast
+
+    # Snakemake internals: no public API gives a rule the default resources' values
+    defaults = workflow.resource_settings.default_resources
+    if defaults is None or "slurm_partition" not in defaults:
+        return None
+    raw = defaults["slurm_partition"].raw
+    try:  # as Snakemake reads it: a Python literal ('cpu'), else the bare word (cpu)
+        return str(ast.literal_eval(raw))
+    except (ValueError, SyntaxError):
+        return raw
+
+
+def partition_resources():
+    """The run rule's `slurm_partition`, only where cluster.gpu_partition is set (else none: the default applies)."""
+    if not GPU_PARTITION:
+        return {}
+    other = default_partition()
+    return {
+        "slurm_partition": lambda wc: (
+            GPU_PARTITION if run_spec(wc)["resources"].get("gpu", 0) else other
+        )
+    }
 
 
 def slurm_extra(wc):
-    """A wall-clock run (`alone`) gets a node of its own on SLURM, as it gets the machine locally."""
+    """A wall-clock run (`alone`) gets a node of its own on SLURM, as it gets the machine alone locally."""
     return "--exclusive" if run_spec(wc)["alone"] else ""
 
 
@@ -324,6 +343,38 @@ def render_inputs(wc):
     }
 
 
+def in_report(path, caption, kind):
+    """An output shown in the Snakemake report (`--report`), under its paper and artifact."""
+    return report(
+        path,
+        caption=caption,
+        category=report_category,
+        subcategory=report_subcategory,
+        labels={"artifact": "{artifact}", "kind": kind},
+    )
+
+
+def render_outputs(folder, suffixes, shown, kind):
+    """A render's outputs: the artifact's files under results/{scale}/{paper}/<folder>/ (the `shown` one in the
+    report), the executed notebook and its HTML, the artifact's claims, and every file's sidecar.
+    """
+    base = f"results/{{scale}}/{{paper}}/{folder}/{{artifact}}"
+    files = {x: f"{base}.{x}" for x in suffixes}
+    notebooks = {
+        x: f"results/{{scale}}/{{paper}}/notebooks/{{artifact}}.{x}"
+        for x in ("ipynb", "html")
+    }
+    claims = "results/{scale}/{paper}/claims/{artifact}.csv"
+    provs = [f"{f}.prov.json" for f in [*files.values(), *notebooks.values(), claims]]
+    files[shown] = in_report(files[shown], "../report/artifact.rst", kind)
+    return {
+        **files,
+        **notebooks,
+        "claims": in_report(claims, "../report/claims.rst", "claims"),
+        "provs": provs,
+    }
+
+
 def run_code(wc):
     runner_module = run_spec(wc)["runner"].partition(":")[0]
     return code(
@@ -339,8 +390,22 @@ def render_code(wc):
     )
 
 
+def shown_configuration(paper, artifact, scale):
+    """The configuration an artifact shows: config `configuration` where the artifact's runs have it (or derive it:
+    registry `parameters.derived`), else the first its runs are made under, as the notebook would fall back to.
+    """
+    from fedrepro.scorecard.evaluate import artifact_configurations
+
+    ran = artifact_configurations(REGISTRY, paper, artifact, scale)
+    derived = (REGISTRY.artifact(paper, artifact).get("parameters") or {}).get(
+        "derived"
+    ) or {}
+    asked = config["configuration"]
+    return asked if asked in ran or asked in derived else ran[0]
+
+
 def render_params(wc):
-    return {"configuration": config["configuration"]}
+    return {"configuration": shown_configuration(wc.paper, wc.artifact, wc.scale)}
 
 
 def unknown_target(wc):

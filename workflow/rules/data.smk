@@ -24,11 +24,12 @@ rule data_fetch:
     wildcard_constraints:
         dataset="|".join(FETCHED),
     priority: DATA_PRIORITY
+    # on the submitting host (most clusters' compute nodes have no internet; they only read verified files)
+    localrule: True
     conda:
         "../../environment.yml"
     threads: 1
     resources:
-        host_cores=1,
         mem_mb=3000,
         machine=1,
     params:
@@ -59,11 +60,12 @@ rule data_prepare:
     wildcard_constraints:
         dataset="|".join(DATASETS.names()),
     priority: DATA_PRIORITY
+    # on the submitting host (most clusters' compute nodes have no internet; they only read verified files)
+    localrule: True
     conda:
         "../../environment.yml"
     threads: 1
     resources:
-        host_cores=1,
         mem_mb=4000,
         machine=1,
     params:

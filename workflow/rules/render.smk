@@ -5,37 +5,12 @@ report: "../report/workflow.rst"
 
 
 rule render_table:
-    """Execute an artifact's notebook: the table (CSV + Markdown), the executed notebook and the artifact's claims."""
+    """Execute an artifact's notebook: its table (CSV + Markdown) or figure (render_figure), the executed notebook
+    and the artifact's claims."""
     input:
         unpack(render_inputs),
     output:
-        csv=report(
-            "results/{scale}/{paper}/tables/{artifact}.csv",
-            caption="../report/artifact.rst",
-            category=report_category,
-            subcategory=report_subcategory,
-            labels={"artifact": "{artifact}", "kind": "table"},
-        ),
-        md="results/{scale}/{paper}/tables/{artifact}.md",
-        ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
-        html="results/{scale}/{paper}/notebooks/{artifact}.html",
-        claims=report(
-            "results/{scale}/{paper}/claims/{artifact}.csv",
-            caption="../report/claims.rst",
-            category=report_category,
-            subcategory=report_subcategory,
-            labels={"artifact": "{artifact}", "kind": "claims"},
-        ),
-        provs=[
-            f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
-            for d, x in (
-                ("tables", "csv"),
-                ("tables", "md"),
-                ("notebooks", "ipynb"),
-                ("notebooks", "html"),
-                ("claims", "csv"),
-            )
-        ],
+        **render_outputs("tables", ("csv", "md"), shown="csv", kind="table"),
     log:
         "results/{scale}/{paper}/logs/render/{artifact}.log",
     wildcard_constraints:
@@ -44,7 +19,6 @@ rule render_table:
         "../../environment.yml"
     threads: 1
     resources:
-        host_cores=1,
         machine=1,
     params:
         nb=render_params,
@@ -55,57 +29,12 @@ rule render_table:
         "../scripts/render_notebook.py"
 
 
-rule render_figure:
-    """Execute an artifact's notebook: the figure (PDF + PNG + its data CSV), the notebook and the artifact's claims."""
-    input:
-        unpack(render_inputs),
+# A figure: the same job, with the figure's files (its data CSV, PDF and PNG).
+use rule render_table as render_figure with:
     output:
-        csv="results/{scale}/{paper}/figures/{artifact}.csv",
-        pdf="results/{scale}/{paper}/figures/{artifact}.pdf",
-        png=report(
-            "results/{scale}/{paper}/figures/{artifact}.png",
-            caption="../report/artifact.rst",
-            category=report_category,
-            subcategory=report_subcategory,
-            labels={"artifact": "{artifact}", "kind": "figure"},
-        ),
-        ipynb="results/{scale}/{paper}/notebooks/{artifact}.ipynb",
-        html="results/{scale}/{paper}/notebooks/{artifact}.html",
-        claims=report(
-            "results/{scale}/{paper}/claims/{artifact}.csv",
-            caption="../report/claims.rst",
-            category=report_category,
-            subcategory=report_subcategory,
-            labels={"artifact": "{artifact}", "kind": "claims"},
-        ),
-        provs=[
-            f"results/{{scale}}/{{paper}}/{d}/{{artifact}}.{x}.prov.json"
-            for d, x in (
-                ("figures", "csv"),
-                ("figures", "pdf"),
-                ("figures", "png"),
-                ("notebooks", "ipynb"),
-                ("notebooks", "html"),
-                ("claims", "csv"),
-            )
-        ],
-    log:
-        "results/{scale}/{paper}/logs/render/{artifact}.log",
+        **render_outputs("figures", ("csv", "pdf", "png"), shown="png", kind="figure"),
     wildcard_constraints:
         artifact=_artifact_names("figure"),
-    conda:
-        "../../environment.yml"
-    threads: 1
-    resources:
-        host_cores=1,
-        machine=1,
-    params:
-        nb=render_params,
-        code=render_code,
-        label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
-        caption=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["caption"],
-    script:
-        "../scripts/render_notebook.py"
 
 
 rule render_leaderboard:
@@ -123,14 +52,14 @@ rule render_leaderboard:
         csv=report(
             "results/{scale}/leaderboard.csv",
             caption="../report/leaderboard.rst",
-            category="5. leaderboard",
+            category="leaderboard",
             labels={"artifact": "leaderboard", "kind": "table"},
         ),
         md="results/{scale}/leaderboard.md",
         png=report(
             "results/{scale}/leaderboard.png",
             caption="../report/leaderboard.rst",
-            category="5. leaderboard",
+            category="leaderboard",
             labels={"artifact": "leaderboard", "kind": "figure"},
         ),
         pdf="results/{scale}/leaderboard.pdf",
@@ -153,7 +82,6 @@ rule render_leaderboard:
         "../../environment.yml"
     threads: 1
     resources:
-        host_cores=1,
         machine=1,
     params:
         nb=lambda wc: {"plugins": list(config.get("comm", {}).get("plugins") or [])},

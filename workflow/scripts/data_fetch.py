@@ -1,9 +1,5 @@
 """Fetch and verify one dataset's raw files into results/downloads/<dataset>/ (or record why not)."""
 
-from fedrepro.warm import handoff
-
-handoff()  # run in a warm copy of the libraries when a local build offers one (fedrepro.warm); else here
-
 from pathlib import Path
 
 from fedrepro.data.acquire import DataUnavailable, acquire, data_kind, raw_inputs, unavailable_message

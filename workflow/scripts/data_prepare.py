@@ -1,9 +1,5 @@
 """Prepare one dataset: real arrays from the verified files, or the declared stand-in, with a sidecar."""
 
-from fedrepro.warm import handoff
-
-handoff()  # run in a warm copy of the libraries when a local build offers one (fedrepro.warm); else here
-
 import json
 from pathlib import Path
 

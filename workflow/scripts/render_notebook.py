@@ -1,48 +1,43 @@
-"""Execute an artifact's notebook (jupytext percent `.py` -> `.ipynb`) in an in-process kernel, export it to HTML,
-judge the artifact's claims on the CSV it wrote, and write every output's sidecar."""
-
-from fedrepro.warm import handoff
-
-handoff()  # run in a warm copy of the libraries when a local build offers one (fedrepro.warm); else here
+"""Execute an artifact's notebook (jupytext percent `.py` -> `.ipynb`) with papermill in a `python3` kernel, export
+it to HTML with nbconvert, judge the artifact's claims on the CSV it wrote, and write every output's sidecar."""
 
 import os
-import sys
-from pathlib import Path
 
-# The kernel draws with the inline backend, so each figure is an image/png output of the executed notebook
-# (set before anything imports matplotlib: the kernel runs in this process).
-INLINE = "module://matplotlib_inline.backend_inline"
-os.environ["MPLBACKEND"] = INLINE
-if "matplotlib" in sys.modules:  # a warm copy (fedrepro.warm) imported matplotlib before this line
-    import matplotlib
-
-    matplotlib.use(INLINE)
+# The kernel (a child process: it inherits this environment) draws with the inline backend, so each figure is an
+# image/png output of the executed notebook.
+os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
 
 import jupytext
 import nbformat
+import papermill
+from nbconvert import HTMLExporter
 
-from fedrepro.execute import execute_notebook, export_html
 from fedrepro.io import atomic_path, write_text
 from fedrepro.pipeline import rule_run
 from fedrepro.scorecard.artifact_claims import write_artifact_claims
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
-root = Path.cwd()
 with rule_run(sm, inputs=[*sm.input.runs]) as run:
     outputs = {k: v for k, v in sm.output.items() if k not in ("provs", "claims")}
+    # relative paths only (the kernel runs in the repository root): the executed notebook names no machine path
     parameters = {
-        "root": str(root),
+        "root": ".",
         "scale": sm.wildcards.scale,
         "run_files": list(sm.input.runs),
         "outputs": {k: v for k, v in outputs.items() if k not in ("ipynb", "html")},
         **dict(sm.params.nb),
     }
-    notebook = execute_notebook(jupytext.read(sm.input.notebook), parameters, cwd=root)
+    notebook = jupytext.read(sm.input.notebook)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    # a cell that raises stops here with PapermillExecutionError (the cell's traceback), logged by rule_run
+    notebook = papermill.execute_notebook(notebook, None, parameters=parameters, kernel_name="python3",
+                                          cwd=os.getcwd(), progress_bar=False, log_output=True)
+    notebook.metadata["papermill"].update(input_path=sm.input.notebook, output_path=outputs["ipynb"])
     with atomic_path(outputs["ipynb"]) as tmp:
         nbformat.write(notebook, str(tmp))
-    write_text(outputs["html"], export_html(notebook))
+    write_text(outputs["html"], HTMLExporter().from_notebook_node(notebook)[0])
     run.sidecars(outputs.values(), inputs=[sm.input.notebook, *sm.input.runs, sm.input.registry],
-                 config=parameters | {"root": "."}, extra={"notebook": sm.input.notebook})
+                 config=parameters, extra={"notebook": sm.input.notebook})
     # the scorecard's rows for this artifact, by the same code as the notebook's "Paper vs ours" (the leaderboard
     # has no claims: it compares compressors, it judges no paper number)
     if "claims" in sm.output.keys():

@@ -1,9 +1,5 @@
 """Run one (experiment, configuration) with the runner the registry names, and write its tidy CSV + sidecars."""
 
-from fedrepro.warm import handoff
-
-handoff()  # run in a warm copy of the libraries when a local build offers one (fedrepro.warm); else here
-
 from fedrepro.io import write_csv
 from fedrepro.pipeline import RunContext, RunCost, load_runner, rule_run
 from fedrepro.plugins import import_plugins

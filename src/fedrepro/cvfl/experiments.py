@@ -18,7 +18,7 @@ import torch
 
 from fedrepro.cvfl.simulator import EVAL_CHUNK, CvflConfig, CvflTrainer, eval_chunk
 from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches, quadrant_crop_flip
-from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages
+from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages, loader_workers
 from fedrepro.data.loaders import ImageIndex, load_image_index, load_images, load_multiview, load_timeseries
 from fedrepro.data.multiview import feature_blocks, image_quadrants, view_groups
 from fedrepro.methods import methods_of, select
@@ -75,7 +75,12 @@ WORK = {"units": "n_seeds * n_used * M * (timesteps if dataset == 'mimic' else 1
                      "Q": "10", "M": "4", "epochs": "1", "runs": "[]", "compressors": "[]", "bits": "[]",
                      "train_fraction": "1", "hidden": "0", "channels": "0", "image_size": "0",
                      "timesteps": "48"},
-        "shape": ["dataset", "party", "hidden", "channels", "image_size", "P"]}
+        "shape": ["dataset", "party", "hidden", "channels", "image_size", "P"],
+        # GPU pricing (plan:A-gpu-rate): ImageNet-100's ResNet-18 parties, 1.82 GMAC forward at 224 px, on quadrants of
+        # (image_size/2)^2 px; one unit is one party's forward + backward on one sample, 3 x forward, 2 FLOP per MAC.
+        # Evaluation (forward sweeps of the 5,000 val images, about 0.1 % of the training FLOP) is left out.
+        "flops": "units * (6 * 1.82e9 * (image_size / 2 / 224) ** 2 if dataset == 'imagenet100' and party == 'paper' "
+                 "else 0)"}
 
 # The authors' seeds (cvfl.md §1).
 SEEDS = {"mimic": [1234420321, 1678517510, 1679295649, 2141512896, 755346466],
@@ -289,7 +294,8 @@ def run(ctx, data_cache: dict | None = None):
     """Runner of every C-VFL training experiment: the whole grid (compressors x b x Q x M x seeds) of a configuration."""
     from fedrepro.pipeline import RunResult
 
-    rows, facts = run_experiment(ctx.params, ctx.inputs["data"], device=ctx.device, log=ctx.log.info,
+    params = {**ctx.params, "workers": loader_workers(ctx.params.get("workers", 0), ctx.threads)}
+    rows, facts = run_experiment(params, ctx.inputs["data"], device=ctx.device, log=ctx.log.info,
                                  data_cache=data_cache)
     rows.insert(0, "configuration", ctx.configuration)
     rows.insert(1, "experiment", ctx.experiment)

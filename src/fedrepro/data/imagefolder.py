@@ -210,6 +210,13 @@ class SequentialBatches:
             yield [(int(i), 0) for i in self.positions[s:s + self.batch]]
 
 
+def loader_workers(requested, threads) -> int:
+    """The decoding processes a run may start: the `requested` number, within the `threads` its job was granted
+    (one of them is the training process's own), so that a job never runs more processes than its CPU request
+    covers (a 1-thread job decodes in its own process).  Workers change speed only, never the samples."""
+    return max(0, min(int(requested or 0), int(threads) - 1))
+
+
 def make_loader(dataset: torch.utils.data.Dataset, batch_sampler, workers: int = 0, pin_memory: bool = False):
     """A DataLoader over (position, seed) batches.  Workers only change speed, never the samples."""
     return torch.utils.data.DataLoader(dataset, batch_sampler=batch_sampler, num_workers=int(workers),

@@ -91,7 +91,15 @@ WORK = {"units": "seeds * len(methods) * len(trigger_scales) * len(trigger_refer
                      "iters_per_epoch": "ceil(data_train / (n * batch))",
                      "steps": "T if T else epochs * iters_per_epoch",
                      "evals": "T / eval_every if T else epochs / eval_every_epochs"},
-        "shape": ["model", "dataset"]}
+        "shape": ["model", "dataset"],
+        # GPU pricing (plan:A-gpu-rate) of Fig. 3.1's ResNet-50: 4.1 GMAC forward per 224-px image, x 2 FLOP per MAC;
+        # a training sample is forward + backward, 3 x forward; the evaluations are forward passes.  The runs are
+        # counted as in `units` (every method, the gamma tuning's tune_frac of a run per grid value).
+        "flops": "seeds * len(methods) * len(trigger_scales) * len(trigger_references) * "
+                 "(len(gamma_grid) if gamma_grid_runs else 1 + (tune_frac * len(gamma_grid) if tune_gamma else 0)) * "
+                 "(3 * steps * n * batch + evals * ((train_eval if train_eval else data_train) + "
+                 "(test_eval if test_eval else data_test))) * "
+                 "(2 * 4.1e9 * image_size * image_size / (224 * 224) if model == 'resnet50' else 0)"}
 
 
 def _torch_gen(seed: int, *keys, device: str | torch.device = "cpu") -> torch.Generator:
@@ -571,8 +579,11 @@ def run(ctx):
 
 
 def _task_factory(ctx):
+    from fedrepro.data.imagefolder import loader_workers
+
     device = "cpu" if ctx.params["model"] == "logreg" else ctx.device  # MNIST logistic regression runs on the CPU
-    return make_task_factory(ctx.params, ctx.inputs["data"], device=device)
+    params = {**ctx.params, "loader_workers": loader_workers(ctx.params.get("loader_workers", 0), ctx.threads)}
+    return make_task_factory(params, ctx.inputs["data"], device=device)
 
 
 def _run_on(ctx, factory):

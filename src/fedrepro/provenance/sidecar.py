@@ -63,7 +63,7 @@ def package_versions() -> dict:
 @functools.cache
 def _package_versions() -> dict:
     """Looked up once per process: each lookup scans the installed distributions (11 of them: 10 ms), and a render
-    writes about six sidecars.  A warm copy inherits the server's answer, which names the libraries it has loaded."""
+    writes about six sidecars."""
     out = {"python": platform.python_version()}
     for name in KEY_PACKAGES:
         try:
