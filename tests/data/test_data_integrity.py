@@ -65,6 +65,55 @@ def test_pin_of_a_cut_off_file_from_an_older_release_is_dropped(server, fast_pol
     assert "pin dropped" in m["attempts"][0]["error"]
 
 
+def _tar(n_members: int = 200) -> bytes:
+    """A plain tar (ModelNet10's renders come as one) of small members."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for i in range(n_members):
+            data = bytes([i % 256]) * 1000
+            info = tarfile.TarInfo(f"views/obj{i:03d}.png")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _cut_at_member(whole: bytes, keep: int) -> bytes:
+    """The first `keep` members of a plain tar, cut at the 512-byte block where the next header starts."""
+    with tarfile.open(fileobj=io.BytesIO(whole)) as tf:
+        return whole[: tf.getmembers()[keep].offset]
+
+
+def test_plain_tar_cut_at_a_block_boundary_is_not_pinned_and_the_next_source_is_tried(server, fast_policy, tmp_path):
+    """A server stops after 100 of 200 members, at a 512-byte boundary, with no Content-Length: tarfile lists the
+    100 members without complaint, so only the missing end-of-archive block shows the cut."""
+    good = _tar()
+    cut = _cut_at_member(good, 100)
+    assert len(cut) % 512 == 0
+    server.beh.files["cut/modelnet10.tar"] = cut
+    server.beh.no_length.add("cut/modelnet10.tar")
+    server.beh.files["good/modelnet10.tar"] = good
+    ds = url_dataset(server.base + "cut/", {"modelnet10.tar": {}},
+                     extra_sources=[{"name": "mirror", "kind": "url", "base": server.base + "good/",
+                                     "files": {"modelnet10.tar": {"remote": "modelnet10.tar"}}}])
+    m = acquire(ds, tmp_path, policy=fast_policy)
+    assert m["status"] == "real" and m["files"]["modelnet10.tar"]["source"] == "mirror"
+    assert "not a complete tar archive" in m["attempts"][0]["error"] and "after 100 members" in m["attempts"][0]["error"]
+    assert read_pins(tmp_path) == {"modelnet10.tar": sha256(good)}
+    assert (tmp_path / "modelnet10.tar").read_bytes() == good
+
+
+def test_pinned_cut_plain_tar_in_the_cache_is_dropped_and_fetched_again(server, fast_policy, tmp_path):
+    good = _tar()
+    cut = _cut_at_member(good, 100)
+    (tmp_path / "modelnet10.tar").write_bytes(cut)                   # pinned by a release that did not check
+    (tmp_path / "pinned.sha256").write_text(f"{sha256(cut)}  modelnet10.tar\n")
+    server.beh.files["modelnet10.tar"] = good
+    m = acquire(url_dataset(server.base, {"modelnet10.tar": {}}), tmp_path, policy=fast_policy)
+    assert "pin dropped" in m["attempts"][0]["error"] and "not a complete tar archive" in m["attempts"][0]["error"]
+    assert m["status"] == "real" and (tmp_path / "modelnet10.tar").read_bytes() == good
+    assert read_pins(tmp_path) == {"modelnet10.tar": sha256(good)}
+
+
 @pytest.mark.parametrize("name", ["a.zip", "a.npz", "a.csv", "a.gz", "a.tar"])
 def test_format_check_reads_the_whole_file(name, tmp_path):
     path = tmp_path / name
