@@ -228,3 +228,57 @@ def test_cached_file_changed_in_size_is_caught_too(server, fast_policy, tmp_path
     with pytest.raises(RawFileChanged, match="bytes, the manifest recorded"):
         prepare(ds, manifest, tmp_path / "data", downloads_dir=tmp_path / "dl")
     assert os.path.exists(tmp_path / "dl" / "t10k-labels-idx1-ubyte")      # nothing deleted behind the user's back
+
+
+def _prepare_job(manifest, out_dir, log):
+    """The `snakemake` object Snakemake's script directive hands workflow/scripts/data_prepare.py."""
+    from types import SimpleNamespace
+
+    class Named(list):                     # Snakemake's input/output: a list whose items also have names
+        def __init__(self, **named):
+            super().__init__(named.values())
+            self.__dict__.update(named)
+
+    return SimpleNamespace(
+        input=Named(manifest=str(manifest)), output=Named(npz=str(out_dir / "mnist.npz")),
+        log=[str(log)], wildcards=SimpleNamespace(dataset="mnist"), threads=1, rule="data_prepare",
+        params=SimpleNamespace(cfg={"dataset": "mnist", "on_missing": "standin"}),
+        config={"scale": "smoke", "data": {}})
+
+
+def test_raw_file_and_manifest_edited_together_stop_the_prepare_job(tmp_path, monkeypatch):
+    """A changed raw file whose new sha256 is written into manifest.json: the manifest no longer matches its own
+    sidecar, so the prepare job stops before reading anything, naming the manifest and the refetch command."""
+    import json
+    import runpy
+
+    from loopback import REPO
+
+    from fedrepro.provenance.sidecar import write_sidecars
+    from fedrepro.provenance.verify import InputDrift
+
+    downloads, out = tmp_path / "downloads" / "mnist", tmp_path / "data" / "mnist"
+    downloads.mkdir(parents=True)
+    files = {}
+    for name, data in _idx_files().items():
+        (downloads / name).write_bytes(data)
+        files[name] = {"path": (downloads / name).as_posix(), "size": len(data), "sha256": sha256(data),
+                       "md5": "-", "source": "loopback"}
+    manifest = downloads / "manifest.json"
+    manifest.write_text(json.dumps({"dataset": "mnist", "status": "real", "location": downloads.as_posix(),
+                                    "files": files, "missing": [], "attempts": []}))
+    write_sidecars([manifest], rule="data_fetch", inputs=[r["path"] for r in files.values()], data={"mnist": "real"})
+    labels = downloads / "train-labels-idx1-ubyte"
+    raw = bytearray(labels.read_bytes())
+    raw[8] = (raw[8] + 1) % 10
+    labels.write_bytes(bytes(raw))
+    record = json.loads(manifest.read_text())
+    record["files"][labels.name]["sha256"] = sha256(bytes(raw))          # the manifest "agrees" with the change
+    manifest.write_text(json.dumps(record))
+    monkeypatch.chdir(REPO)
+    with pytest.raises(InputDrift) as err:
+        runpy.run_path(str(REPO / "workflow/scripts/data_prepare.py"),
+                       init_globals={"snakemake": _prepare_job(manifest, out, tmp_path / "prepare.log")})
+    msg = str(err.value)
+    assert str(manifest) in msg and f"snakemake --cores 1 {manifest} --forcerun data_fetch" in msg
+    assert not (out / "mnist.npz").exists()
