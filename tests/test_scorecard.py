@@ -287,3 +287,21 @@ def test_row_keys_count_distinct_rows_as_drop_duplicates_does():
         frame = pd.DataFrame({c: cols[c] for c in order})
         exclude = [c for c in order if rng.random() < 0.2]
         assert row_keys(frame, exclude=exclude) == _row_keys_by_drop_duplicates(frame, exclude), (trial, order)
+
+
+def test_a_where_that_selects_none_of_the_rows_is_an_error_unless_declared():
+    frame = pd.DataFrame({"row": ["summary", "detail"], "x": [1.0, 2.0]})
+    claim = {"id": "TYPO_WHERE", "artifact": "t", "statement": "s", "kind": "predicate", "where": "row == 'sumary'",
+             "expr": "x > 0", "tolerance": {"quick": {}}}
+    value = {"id": "TYPO_VALUE", "artifact": "t", "statement": "s", "kind": "value", "where": "row == 'sumary'",
+             "column": "x", "paper_value": 1.0, "tolerance": {"quick": {"abs": 1.0}}}
+    for c in (claim, value):
+        with pytest.raises(ClaimExpressionError, match=rf"config/papers/p.yaml: claim {c['id']}: where .*selects none "
+                                                       r"of the artifact's 2 rows \(values there: row: summary, detail"):
+            evaluate_claims([c], frame, paper="p", artifact="t", scale="quick", data_status=None)
+        out = evaluate_claims([{**c, "may_be_empty": True}], frame, paper="p", artifact="t", scale="quick",
+                              data_status=None)
+        assert list(out["verdict"]) == ["not-run"]
+    # no rows at all (nothing run at this scale) stays not-run
+    out = evaluate_claims([claim], frame.iloc[:0], paper="p", artifact="t", scale="quick", data_status=None)
+    assert list(out["verdict"]) == ["not-run"]
