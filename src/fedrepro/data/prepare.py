@@ -241,6 +241,11 @@ def prepare(ds: Dataset, manifest: dict, out_dir: str | Path, *, on_missing: str
         extra["stand_in"] = standin_reason(manifest, output)
         status = STANDIN
         arrays["standin_generator"] = np.array(ds.standin["generator"])
+    if "path_blob" in arrays:
+        # an image-folder dataset: the index names files no sidecar covers; record a digest per folder
+        from fedrepro.provenance.folders import FIELD, folder_digests
+
+        extra[FIELD] = folder_digests(out_dir / str(arrays["root"]), out_dir)
     arrays["data_status"] = np.array(status)
     arrays["dataset"] = np.array(ds.name)
     save_npz(output, arrays)
