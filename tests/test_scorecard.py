@@ -302,6 +302,9 @@ def test_a_where_that_selects_none_of_the_rows_is_an_error_unless_declared():
         out = evaluate_claims([{**c, "may_be_empty": True}], frame, paper="p", artifact="t", scale="quick",
                               data_status=None)
         assert list(out["verdict"]) == ["not-run"]
+    # at a scale without a band (smoke: small configurations leave rows out) an empty selection is not-run
+    out = evaluate_claims([claim], frame, paper="p", artifact="t", scale="smoke", data_status=None)
+    assert list(out["verdict"]) == ["not-run"]
     # no rows at all (nothing run at this scale) stays not-run
     out = evaluate_claims([claim], frame.iloc[:0], paper="p", artifact="t", scale="quick", data_status=None)
     assert list(out["verdict"]) == ["not-run"]
