@@ -39,7 +39,7 @@ def _check(cmd: str) -> subprocess.CompletedProcess:
     words = shlex.split(cmd)
     if words[0] == "snakemake":
         snakemake = str(Path(sys.executable).with_name("snakemake"))
-        args = [snakemake, "-n", "--quiet", "rules", *words[1:]]
+        args = [snakemake, "-n", *words[1:]]
         if "--config" not in words:          # the documented scale where one is given, else the smallest
             args += ["--config", "scale=smoke"]
         return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
