@@ -68,6 +68,22 @@ def test_registry_error_names_file_and_key(repo, tmp_path):
     assert "config/papers/thesis.yaml" in msg and "table9_9" in msg and "allowed: table5_1" in msg
 
 
+def test_misspelt_claim_configuration_names_file_claim_and_close_match(repo, tmp_path):
+    import shutil
+
+    for part in ("config", "workflow/schemas", "notebooks", "src"):   # the registry checks its runners exist
+        shutil.copytree(repo / part, tmp_path / part)
+    reg = tmp_path / "config" / "papers" / "thesis.yaml"
+    text = reg.read_text()
+    line = text.index("configurations: [as-stated, calibrated]", text.index("id: C5.1"))
+    reg.write_text(text[:line] + "configurations: [as-stated, calibratd]" + text[line + 39:])
+    with pytest.raises(ConfigError) as err:
+        Registry.load(tmp_path)
+    msg = str(err.value)
+    assert "config/papers/thesis.yaml" in msg and "claim C5.1" in msg and "'calibratd'" in msg
+    assert "did you mean calibrated" in msg
+
+
 def test_registry_schema_error_names_key(repo, tmp_path):
     import shutil
 

@@ -1,5 +1,8 @@
 """Verdict logic on hand-made tables."""
 
+import sys
+import time
+
 import pandas as pd
 import pytest
 
@@ -98,6 +101,56 @@ def test_known_escapes_are_refused_with_claim_and_file(name, tmp_path):
     # ...and the same text is refused when the registry loads, before any data exists
     with pytest.raises(ClaimExpressionError, match=f"config/papers/p.yaml: claim ESC_{name}: {field}"):
         validate_claim_expressions({"p": {"claims": [claim], "artifacts": {"t": {}}}})
+
+
+# ---- a budget: constants capped when the registry loads, each evaluation bounded in time and memory ------------
+LOAD_TIME_BOMBS = {
+    "nested_powers": "(((((((9**16)**16)**16)**16)**16)**16)**16) > 0",
+    "list_repeat": "len([0] * (4 * 10**9)) > 0",
+    "np_r_range": "len(np.r_[0:3*10**9]) > 0",
+    "range": "len(list(range(10**10))) > 0",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOAD_TIME_BOMBS))
+def test_huge_constants_are_refused_when_the_registry_loads(name):
+    claim = {**PRED, "id": f"BOMB_{name}", "expr": LOAD_TIME_BOMBS[name]}
+    with pytest.raises(ClaimExpressionError, match=f"config/papers/p.yaml: claim BOMB_{name}: expr"):
+        validate_claim_expressions({"p": {"claims": [claim], "artifacts": {"t": {}}}})
+
+
+def test_ordinary_constants_pass_the_caps():
+    for text in ["x < 10**16", "x > -(2**10) * 3", "len(np.r_[0:5]) == 5", "len([1, 2] * 3) == 6", "x < 1e300"]:
+        compile_expression(text, field="expr", claim="C", source="f.yaml")
+
+
+RUN_TIME_BOMBS = {   # pass the load check (the sizes come from the data), stopped while they run
+    "time": ({"x": [9.0]}, "((((((int(max(x))**16)**16)**16)**16)**16)**16) > 0", "took longer than 1 s"),
+    "memory": ({"x": [4e9]}, "len([0] * int(max(x))) > 0", "needs more than"),
+}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the memory budget is an rlimit on Linux")
+@pytest.mark.parametrize("name", sorted(RUN_TIME_BOMBS))
+def test_each_evaluation_is_bounded_in_time_and_memory(name, monkeypatch):
+    from fedrepro.scorecard import budget
+
+    monkeypatch.setattr(budget, "TIME_LIMIT_S", 1.0)
+    columns, text, message = RUN_TIME_BOMBS[name]
+    claim = {**PRED, "id": f"RUN_{name}", "expr": text}
+    t0 = time.monotonic()
+    with pytest.raises(ClaimExpressionError, match=f"config/papers/p.yaml: claim RUN_{name}: expr .*{message}"):
+        evaluate_claims([claim], pd.DataFrame(columns), paper="p", artifact="t", scale="quick", data_status=None)
+    assert time.monotonic() - t0 < 20
+    # the next evaluation works (a new worker where the old one was stopped)
+    assert set(_eval([PRED])["verdict"]) == {"reproduced", "not-reproduced"}
+
+
+def test_errors_inside_an_evaluation_keep_their_type():
+    frame = pd.DataFrame({"x": [1.0, 2.0]})
+    expr = compile_expression("x[5] > 0", field="expr", claim="C", source="f.yaml")
+    with pytest.raises(IndexError):
+        expr.evaluate(frame, claim="C", source="f.yaml")
 
 
 def test_where_keeps_pandas_query_meaning():
@@ -234,3 +287,24 @@ def test_row_keys_count_distinct_rows_as_drop_duplicates_does():
         frame = pd.DataFrame({c: cols[c] for c in order})
         exclude = [c for c in order if rng.random() < 0.2]
         assert row_keys(frame, exclude=exclude) == _row_keys_by_drop_duplicates(frame, exclude), (trial, order)
+
+
+def test_a_where_that_selects_none_of_the_rows_is_an_error_unless_declared():
+    frame = pd.DataFrame({"row": ["summary", "detail"], "x": [1.0, 2.0]})
+    claim = {"id": "TYPO_WHERE", "artifact": "t", "statement": "s", "kind": "predicate", "where": "row == 'sumary'",
+             "expr": "x > 0", "tolerance": {"quick": {}}}
+    value = {"id": "TYPO_VALUE", "artifact": "t", "statement": "s", "kind": "value", "where": "row == 'sumary'",
+             "column": "x", "paper_value": 1.0, "tolerance": {"quick": {"abs": 1.0}}}
+    for c in (claim, value):
+        with pytest.raises(ClaimExpressionError, match=rf"config/papers/p.yaml: claim {c['id']}: where .*selects none "
+                                                       r"of the artifact's 2 rows \(values there: row: summary, detail"):
+            evaluate_claims([c], frame, paper="p", artifact="t", scale="quick", data_status=None)
+        out = evaluate_claims([{**c, "may_be_empty": True}], frame, paper="p", artifact="t", scale="quick",
+                              data_status=None)
+        assert list(out["verdict"]) == ["not-run"]
+    # at a scale without a band (smoke: small configurations leave rows out) an empty selection is not-run
+    out = evaluate_claims([claim], frame, paper="p", artifact="t", scale="smoke", data_status=None)
+    assert list(out["verdict"]) == ["not-run"]
+    # no rows at all (nothing run at this scale) stays not-run
+    out = evaluate_claims([claim], frame.iloc[:0], paper="p", artifact="t", scale="quick", data_status=None)
+    assert list(out["verdict"]) == ["not-run"]

@@ -52,6 +52,9 @@ def rule_run(sm, use_torch_device: bool = False, inputs=None):
     `inputs` (e.g. ``sm.input``): checked with `verify_inputs` first, so a job never reads a file whose bytes
     changed since its sidecar was written (the error names the file, both hashes and the rebuild command).
     """
+    from fedrepro.orphans import exit_with_parent
+
+    exit_with_parent()              # a job whose Snakemake was killed (kill -9) stops instead of writing outputs
     t0, c0 = time.perf_counter(), time.process_time()
     log_path = Path(sm.log[0]) if len(sm.log) else None
     stream = open(log_path, "w") if log_path else None

@@ -218,6 +218,7 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
                               f"allowed: {', '.join(reg['artifacts'])}")
         if c["id"] in ids:
             raise ConfigError(f"{where}: claim id {c['id']!r} appears twice")
+        _check_claim_configurations(reg, c, where)
         ids.add(c["id"])
         need = {"cells": ("keys", "columns", "paper_table"), "value": ("column", "paper_value"), "predicate": ("expr",)}
         for key in need[c["kind"]]:
@@ -229,6 +230,23 @@ def _cross_check(reg: dict, root: Path, where: str) -> None:
                 if len(row) != width:
                     raise ConfigError(f"{where}: claim {c['id']}: paper_table row {row} has {len(row)} numbers, "
                                       f"expected {width} ({', '.join(c['keys'] + c['columns'])})")
+
+
+def _check_claim_configurations(reg: dict, claim: dict, where: str) -> None:
+    """A claim's `configurations:` name configurations its artifact's runs are made under (or that the artifact
+    derives): a misspelt one would select no rows and read as `not-run` in every build."""
+    artifact = reg["artifacts"][claim["artifact"]]
+    allowed = [c for exp in artifact["experiments"] for c in reg["experiments"][exp]["configurations"]]
+    allowed += list((artifact.get("parameters") or {}).get("derived") or {})
+    for name in claim.get("configurations") or []:
+        if name not in allowed:
+            import difflib
+
+            close = difflib.get_close_matches(name, allowed, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(f"{where}: claim {claim['id']}: configurations names {name!r}, which is no configuration "
+                              f"of artifact {claim['artifact']}'s experiments ({', '.join(dict.fromkeys(allowed))})"
+                              f"{hint}")
 
 
 def _configurations(reg: dict) -> set[str]:

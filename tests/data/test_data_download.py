@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import threading
 import time
@@ -10,7 +11,7 @@ import pytest
 from loopback import Behaviour, LoopbackServer, fast_policy, free_port, md5, server, sha256, url_dataset  # noqa: F401 (fixtures)
 
 from fedrepro.data.acquire import acquire
-from fedrepro.data.download import DownloadError, HttpPolicy, http_download
+from fedrepro.data.download import DownloadError, HttpPolicy, LocalFetchError, http_download
 from fedrepro.data.verify import read_pins
 
 PAYLOAD = bytes(range(256)) * 4096          # 1 MiB
@@ -171,3 +172,70 @@ def test_unresolvable_host_fails_fast_and_is_remembered(tmp_path):
             http_download(f"http://fedrepro-no-such-host.invalid/{name}", tmp_path / name, policy)
     assert time.monotonic() - t0 < 5.0
     reset_down_hosts()
+
+
+class _FullDisk:
+    """A file whose writes fail as on a full disk."""
+
+    def __init__(self, path, mode="rb"):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
+
+
+def test_full_disk_stops_the_fetch_instead_of_making_a_stand_in(server, fast_policy, tmp_path, monkeypatch):
+    """ENOSPC while writing is this machine's problem: no other source is tried, nothing is recorded as
+    unavailable (which would turn the dataset into its stand-in for good), the error names the reason."""
+    import fedrepro.data.download as download
+
+    server.beh.files["a/a.bin"] = PAYLOAD
+    server.beh.files["b/a.bin"] = PAYLOAD
+    ds = url_dataset(server.base + "a/", {"a.bin": {"sha256": sha256(PAYLOAD)}},
+                     extra_sources=[{"name": "mirror", "kind": "url", "base": server.base + "b/",
+                                     "files": {"a.bin": {"remote": "a.bin"}}}])
+    monkeypatch.setattr(download, "open", _FullDisk, raising=False)
+    with pytest.raises(LocalFetchError, match="No space left on device.*free disk space") as err:
+        acquire(ds, tmp_path, policy=fast_policy)
+    assert "no stand-in was made" in str(err.value)
+    assert server.beh.hits == {"a/a.bin": 1}                          # no retry, no second source
+    assert not (tmp_path / "manifest.json").exists() and not list(tmp_path.glob(".fetch-*"))
+
+
+def test_stand_in_for_an_unreachable_source_says_why_and_how_to_retry(fast_policy, tmp_path):
+    from fedrepro.data.prepare import prepare
+
+    ds = url_dataset(f"http://127.0.0.1:{free_port()}/", {"a.bin": {"sha256": sha256(PAYLOAD)}})
+    manifest = acquire(ds, tmp_path / "downloads", policy=fast_policy)
+    out = tmp_path / "results" / "data" / "toy"
+    result = prepare(ds, manifest, out, on_missing="standin", downloads_dir=tmp_path / "downloads")
+    assert result.status == "stand-in"
+    stand_in = result.extra["stand_in"]
+    assert "loopback: " in stand_in["reason"] and "cannot connect" in stand_in["reason"]
+    assert stand_in["retry"] == f"snakemake --cores 1 {out.as_posix()}/toy.npz --forcerun data_fetch"
+
+
+@pytest.mark.slow
+def test_the_retry_command_of_a_stand_in_runs_as_written():
+    """The command the sidecar gives, as a dry run in this checkout: it reruns the fetch and then the preparation."""
+    import shlex
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from loopback import REPO
+
+    from fedrepro.data.prepare import standin_reason
+
+    cmd = shlex.split(standin_reason({"attempts": []}, Path("results/data/mnist/mnist.npz"))["retry"])
+    snakemake = str(Path(sys.executable).with_name("snakemake"))
+    res = subprocess.run([snakemake, "-n", *cmd[1:], "--config", "scale=smoke"], cwd=REPO, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "data_fetch" in res.stdout and "data_prepare" in res.stdout

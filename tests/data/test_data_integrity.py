@@ -65,6 +65,55 @@ def test_pin_of_a_cut_off_file_from_an_older_release_is_dropped(server, fast_pol
     assert "pin dropped" in m["attempts"][0]["error"]
 
 
+def _tar(n_members: int = 200) -> bytes:
+    """A plain tar (ModelNet10's renders come as one) of small members."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for i in range(n_members):
+            data = bytes([i % 256]) * 1000
+            info = tarfile.TarInfo(f"views/obj{i:03d}.png")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _cut_at_member(whole: bytes, keep: int) -> bytes:
+    """The first `keep` members of a plain tar, cut at the 512-byte block where the next header starts."""
+    with tarfile.open(fileobj=io.BytesIO(whole)) as tf:
+        return whole[: tf.getmembers()[keep].offset]
+
+
+def test_plain_tar_cut_at_a_block_boundary_is_not_pinned_and_the_next_source_is_tried(server, fast_policy, tmp_path):
+    """A server stops after 100 of 200 members, at a 512-byte boundary, with no Content-Length: tarfile lists the
+    100 members without complaint, so only the missing end-of-archive block shows the cut."""
+    good = _tar()
+    cut = _cut_at_member(good, 100)
+    assert len(cut) % 512 == 0
+    server.beh.files["cut/modelnet10.tar"] = cut
+    server.beh.no_length.add("cut/modelnet10.tar")
+    server.beh.files["good/modelnet10.tar"] = good
+    ds = url_dataset(server.base + "cut/", {"modelnet10.tar": {}},
+                     extra_sources=[{"name": "mirror", "kind": "url", "base": server.base + "good/",
+                                     "files": {"modelnet10.tar": {"remote": "modelnet10.tar"}}}])
+    m = acquire(ds, tmp_path, policy=fast_policy)
+    assert m["status"] == "real" and m["files"]["modelnet10.tar"]["source"] == "mirror"
+    assert "not a complete tar archive" in m["attempts"][0]["error"] and "after 100 members" in m["attempts"][0]["error"]
+    assert read_pins(tmp_path) == {"modelnet10.tar": sha256(good)}
+    assert (tmp_path / "modelnet10.tar").read_bytes() == good
+
+
+def test_pinned_cut_plain_tar_in_the_cache_is_dropped_and_fetched_again(server, fast_policy, tmp_path):
+    good = _tar()
+    cut = _cut_at_member(good, 100)
+    (tmp_path / "modelnet10.tar").write_bytes(cut)                   # pinned by a release that did not check
+    (tmp_path / "pinned.sha256").write_text(f"{sha256(cut)}  modelnet10.tar\n")
+    server.beh.files["modelnet10.tar"] = good
+    m = acquire(url_dataset(server.base, {"modelnet10.tar": {}}), tmp_path, policy=fast_policy)
+    assert "pin dropped" in m["attempts"][0]["error"] and "not a complete tar archive" in m["attempts"][0]["error"]
+    assert m["status"] == "real" and (tmp_path / "modelnet10.tar").read_bytes() == good
+    assert read_pins(tmp_path) == {"modelnet10.tar": sha256(good)}
+
+
 @pytest.mark.parametrize("name", ["a.zip", "a.npz", "a.csv", "a.gz", "a.tar"])
 def test_format_check_reads_the_whole_file(name, tmp_path):
     path = tmp_path / name
@@ -179,3 +228,57 @@ def test_cached_file_changed_in_size_is_caught_too(server, fast_policy, tmp_path
     with pytest.raises(RawFileChanged, match="bytes, the manifest recorded"):
         prepare(ds, manifest, tmp_path / "data", downloads_dir=tmp_path / "dl")
     assert os.path.exists(tmp_path / "dl" / "t10k-labels-idx1-ubyte")      # nothing deleted behind the user's back
+
+
+def _prepare_job(manifest, out_dir, log):
+    """The `snakemake` object Snakemake's script directive hands workflow/scripts/data_prepare.py."""
+    from types import SimpleNamespace
+
+    class Named(list):                     # Snakemake's input/output: a list whose items also have names
+        def __init__(self, **named):
+            super().__init__(named.values())
+            self.__dict__.update(named)
+
+    return SimpleNamespace(
+        input=Named(manifest=str(manifest)), output=Named(npz=str(out_dir / "mnist.npz")),
+        log=[str(log)], wildcards=SimpleNamespace(dataset="mnist"), threads=1, rule="data_prepare",
+        params=SimpleNamespace(cfg={"dataset": "mnist", "on_missing": "standin"}),
+        config={"scale": "smoke", "data": {}})
+
+
+def test_raw_file_and_manifest_edited_together_stop_the_prepare_job(tmp_path, monkeypatch):
+    """A changed raw file whose new sha256 is written into manifest.json: the manifest no longer matches its own
+    sidecar, so the prepare job stops before reading anything, naming the manifest and the refetch command."""
+    import json
+    import runpy
+
+    from loopback import REPO
+
+    from fedrepro.provenance.sidecar import write_sidecars
+    from fedrepro.provenance.verify import InputDrift
+
+    downloads, out = tmp_path / "downloads" / "mnist", tmp_path / "data" / "mnist"
+    downloads.mkdir(parents=True)
+    files = {}
+    for name, data in _idx_files().items():
+        (downloads / name).write_bytes(data)
+        files[name] = {"path": (downloads / name).as_posix(), "size": len(data), "sha256": sha256(data),
+                       "md5": "-", "source": "loopback"}
+    manifest = downloads / "manifest.json"
+    manifest.write_text(json.dumps({"dataset": "mnist", "status": "real", "location": downloads.as_posix(),
+                                    "files": files, "missing": [], "attempts": []}))
+    write_sidecars([manifest], rule="data_fetch", inputs=[r["path"] for r in files.values()], data={"mnist": "real"})
+    labels = downloads / "train-labels-idx1-ubyte"
+    raw = bytearray(labels.read_bytes())
+    raw[8] = (raw[8] + 1) % 10
+    labels.write_bytes(bytes(raw))
+    record = json.loads(manifest.read_text())
+    record["files"][labels.name]["sha256"] = sha256(bytes(raw))          # the manifest "agrees" with the change
+    manifest.write_text(json.dumps(record))
+    monkeypatch.chdir(REPO)
+    with pytest.raises(InputDrift) as err:
+        runpy.run_path(str(REPO / "workflow/scripts/data_prepare.py"),
+                       init_globals={"snakemake": _prepare_job(manifest, out, tmp_path / "prepare.log")})
+    msg = str(err.value)
+    assert str(manifest) in msg and f"snakemake --cores 1 {manifest} --forcerun data_fetch" in msg
+    assert not (out / "mnist.npz").exists()

@@ -214,3 +214,44 @@ def test_loader_labels_follow_positions(tmp_path):
     ds = ImageFiles(idx, TRAIN, ImageTransform(size=16, train=False))
     xs, ys = zip(*make_loader(ds, SequentialBatches(len(ds), 4)))
     assert torch.cat(ys).tolist() == ds.labels.tolist()
+
+
+def test_changed_images_are_found_by_the_build_check_and_by_audit(tmp_path):
+    """The ImageNet stand-in (fewer classes) with its sidecar: blackened validation images stop a job that reads
+    the index and fail `audit`, naming the folder; files only touched (same bytes) pass."""
+    import copy
+    import os
+
+    from loopback import REPO
+    from PIL import Image
+
+    from fedrepro.data.prepare import prepare
+    from fedrepro.data.registry import Dataset, load_registry
+    from fedrepro.provenance.audit import audit_paths
+    from fedrepro.provenance.sidecar import write_sidecars
+    from fedrepro.provenance.verify import InputDrift, verify_inputs
+
+    real = load_registry(REPO)["imagenet"]
+    entry = copy.deepcopy(real.entry)
+    entry["standin"]["params"]["n_classes"] = 12
+    ds = Dataset("imagenet", entry)
+    out = tmp_path / "results" / "data" / "imagenet"
+    manifest = {"dataset": "imagenet", "status": "unavailable", "files": {}, "missing": list(ds.files),
+                "attempts": []}
+    result = prepare(ds, manifest, out, on_missing="standin")
+    npz = out / "imagenet.npz"
+    write_sidecars([npz], rule="data_prepare", data={"imagenet": result.status}, extra=result.extra)
+    folders = result.extra["image_folders"]["folders"]
+    assert "val/standin0003" in folders and folders["val/standin0003"]["files"] == 1
+    verify_inputs([str(npz)])
+    assert audit_paths([str(npz)], root=tmp_path).ok
+    for png in sorted((out / "images" / "train").rglob("*.png"))[:3]:      # touched, same bytes: still fine
+        os.utime(png, ns=(png.stat().st_atime_ns, png.stat().st_mtime_ns + 10**9))
+    verify_inputs([str(npz)])
+    for png in (out / "images" / "val").rglob("*.png"):
+        Image.new("RGB", (32, 32)).save(png)
+    with pytest.raises(InputDrift, match=r"image folder\(s\) changed since the index was made: .*images/val/standin"):
+        verify_inputs([str(npz)])
+    report = audit_paths([str(npz)], root=tmp_path)
+    assert not report.ok and "images/val/standin0000" in report.drift[0]
+    assert "--forcerun data_prepare" in report.repair[-1]

@@ -9,7 +9,8 @@ from fedrepro.data.registry import load_registry
 from fedrepro.pipeline import rule_run
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
-with rule_run(sm) as run:
+# inputs: the manifest is checked against its sidecar, so an edited manifest cannot vouch for changed raw files
+with rule_run(sm, inputs=sm.input) as run:
     ds = load_registry(".")[sm.wildcards.dataset]
     manifest = json.loads(Path(sm.input.manifest).read_text())
     result = prepare(ds, manifest, Path(sm.output.npz).parent, on_missing=sm.params.cfg["on_missing"], scale=sm.config["scale"],

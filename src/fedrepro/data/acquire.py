@@ -144,6 +144,8 @@ def _acquire_download(ds: Dataset, dest: Path, policy: HttpPolicy) -> dict:
             # read whole before (re)trusting its pin: a pin made from a cut-off file (older releases pinned
             # after sniffing the first bytes only) is dropped together with the file
             if (why := format_problem(path, name)) is not None:
+                log.warning("removing %s: %s%s; trying the sources again", path, why,
+                            " (its pin dropped)" if name in pins else "")
                 attempts.append({"source": "cache", "file": name, "error": f"{why} (file removed"
                                  + (", its pin dropped)" if name in pins else ")")})
                 path.unlink()

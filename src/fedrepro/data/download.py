@@ -9,6 +9,7 @@ matches is the caller's job (fedrepro.data.acquire), so nothing unverified ever 
 
 from __future__ import annotations
 
+import errno
 import http.client
 import logging
 import socket
@@ -27,6 +28,28 @@ USER_AGENT = "fedrepro-data/0.1 (+python-urllib)"
 # Hosts whose name did not resolve, or that refused every retry, in this process: later files skip them
 # instead of paying the retries again (an offline machine otherwise waits retries x files x mirrors).
 _DOWN_HOSTS: dict = {}
+
+
+class LocalFetchError(RuntimeError):
+    """A fetch failed for a reason on this machine (disk full, no permission, interrupted): another source would
+    fail the same way and a stand-in would hide it, so the fetch stops with the reason and what to do."""
+
+
+# errno values that say "this machine", not "that server": writing the download, not reaching it
+LOCAL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EMFILE,
+                          errno.ENFILE, errno.EINTR, errno.EFBIG})
+
+
+def local_failure(exc: BaseException, what: str) -> LocalFetchError | None:
+    """`exc` as a LocalFetchError naming the reason and the fix, or None when it may be the source's fault."""
+    if not isinstance(exc, OSError) or exc.errno not in LOCAL_ERRNOS:
+        return None
+    where = f" ({exc.filename})" if exc.filename else ""
+    fix = {errno.ENOSPC: "free disk space there", errno.EDQUOT: "free space within your disk quota",
+           errno.EFBIG: "raise the file size limit (ulimit -f)", errno.EINTR: "rerun the fetch"}.get(
+        exc.errno, "fix the permissions of results/downloads/ (or of the temporary folder)")
+    return LocalFetchError(f"{what}: failed on this machine, not at the source: {exc.strerror or exc}{where}; "
+                           f"{fix}, then rerun the same snakemake command (no stand-in was made)")
 
 
 class DownloadError(RuntimeError):
@@ -143,6 +166,8 @@ def http_download(url: str, dest: str | Path, policy: HttpPolicy = HttpPolicy(),
             return _fetch_once(url, dest, policy.timeout_s, expected_size, deadline, policy.deadline_s)
         except BaseException as exc:  # noqa: BLE001 - classified, re-raised if unknown
             dest.unlink(missing_ok=True)
+            if (local := local_failure(exc, f"downloading {url} to {dest}")) is not None:
+                raise local from exc
             last = _classify(url, exc)
             if not last.retriable:
                 break

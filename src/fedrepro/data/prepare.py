@@ -204,6 +204,17 @@ def recheck_raw_files(manifest: dict, downloads_dir: str | Path | None = None) -
                                  f"manifest recorded {rec['sha256']}; {repair}")
 
 
+def standin_reason(manifest: dict, output: Path) -> dict:
+    """Why the real data was not used (the failed attempts, shortened) and the command that tries it again: the
+    sidecar's `extra.stand_in`, which the landing page and `python -m fedrepro status` show."""
+    attempts = manifest.get("attempts", [])
+    why = "; ".join(f"{a['source']}: {a['error']}" for a in attempts[:3])
+    more = f" (+{len(attempts) - 3} more attempts in the manifest)" if len(attempts) > 3 else ""
+    # the target before --forcerun, whose list of rules would swallow it; the fetch reruns, then this preparation
+    return {"reason": f"the real data could not be obtained: {why or 'no source tried'}{more}",
+            "retry": f"snakemake --cores 1 {output.as_posix()} --forcerun data_fetch"}
+
+
 def prepare(ds: Dataset, manifest: dict, out_dir: str | Path, *, on_missing: str = "standin",
             downloads_dir: str | Path | None = None, policy: HttpPolicy = HttpPolicy(),
             scale: str | None = None) -> Prepared:
@@ -227,8 +238,14 @@ def prepare(ds: Dataset, manifest: dict, out_dir: str | Path, *, on_missing: str
         log.warning("%s: no verified real data (%d failed attempts); using the declared stand-in %s",
                     ds.name, len(manifest.get("attempts", [])), ds.standin["generator"])
         arrays, extra = make_standin(ds, out_dir, Path(downloads_dir or out_dir), policy)
+        extra["stand_in"] = standin_reason(manifest, output)
         status = STANDIN
         arrays["standin_generator"] = np.array(ds.standin["generator"])
+    if "path_blob" in arrays:
+        # an image-folder dataset: the index names files no sidecar covers; record a digest per folder
+        from fedrepro.provenance.folders import FIELD, folder_digests
+
+        extra[FIELD] = folder_digests(out_dir / str(arrays["root"]), out_dir)
     arrays["data_status"] = np.array(status)
     arrays["dataset"] = np.array(ds.name)
     save_npz(output, arrays)

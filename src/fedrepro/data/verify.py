@@ -66,12 +66,20 @@ def _drain(stream) -> None:
 
 
 def _check_tar(path: Path) -> None:
+    import io
     import tarfile
 
     with tarfile.open(path, "r:*") as tf:      # decompresses every byte: a truncated .tgz raises EOFError
         for member in tf:
             if member.isfile():
                 _drain(tf.extractfile(member))
+        if not isinstance(tf.fileobj, io.BufferedReader):
+            return                             # .tgz/.tbz2/.txz: the compressed stream's own end was checked
+        # tarfile ends its listing silently where the bytes end; a complete archive ends with a zero block
+        # (end-of-archive marker), a plain .tar cut at a 512-byte boundary between members does not
+        tf.fileobj.seek(tf.offset)
+        if tf.fileobj.read(tarfile.BLOCKSIZE) != bytes(tarfile.BLOCKSIZE):
+            raise EOFError(f"no end-of-archive block after {len(tf.members)} members (cut off at byte {tf.offset}?)")
 
 
 def _check_zip(path: Path) -> None:

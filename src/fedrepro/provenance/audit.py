@@ -86,6 +86,11 @@ def _walk(paths, root: Path, report: AuditReport, runs: set[str] | None = None) 
                 if sc is not None and sc.get("sha256") != node.sha256:
                     node.problems.append(f"bytes do not match its own sidecar (recorded {_short(sc.get('sha256'))},"
                                          f" now {_short(node.sha256)})")
+                if (folders := ((sc or {}).get("extra") or {}).get("image_folders")) is not None:
+                    from fedrepro.provenance.folders import changed_folders, describe
+
+                    if changed := changed_folders(p, folders, deep=True):
+                        node.problems.append(describe(changed))
                 for rec in reversed((sc or {}).get("inputs", [])):
                     if runs is not None and _is_run(rec["path"]) and rec["path"] not in runs:
                         report.skipped.add(rec["path"])

@@ -95,6 +95,12 @@ def check_file(path: str | Path, root: str | Path = ".") -> Drift | None:
     actual = sha256_file(p)
     if sc.get("sha256") != actual:
         return Drift(str(path), "bytes changed since it was made", sc.get("sha256"), actual, sc.get("rule"))
+    folders = (sc.get("extra") or {}).get("image_folders")
+    if folders:
+        from fedrepro.provenance.folders import changed_folders, describe
+
+        if changed := changed_folders(p, folders, deep=False):
+            return Drift(str(path), describe(changed), rule=sc.get("rule"))
     return None
 
 

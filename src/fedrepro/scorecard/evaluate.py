@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.scorecard.expressions import HELPERS as EXPR_HELPERS  # noqa: F401  (the former name)
-from fedrepro.scorecard.expressions import claim_source, compile_expression, require_columns
+from fedrepro.scorecard.expressions import ClaimExpressionError, claim_source, compile_expression, require_columns
 
 VERDICTS = ("reproduced", "reproduced-qualitatively", "not-reproduced", "not-comparable", "not-run")
 COLUMNS = ["paper", "claim", "artifact", "statement", "paper_value", "our_value", "verdict", "configuration",
@@ -58,12 +58,24 @@ def _evaluate(frame: pd.DataFrame, claim: dict, field: str, source: str):
     return expr.evaluate(frame, claim=claim["id"], source=source)
 
 
-def _where(frame: pd.DataFrame, claim: dict, source: str) -> pd.DataFrame:
-    """The rows a claim's `where` selects (the whole frame without one)."""
+def _where(frame: pd.DataFrame, claim: dict, source: str, judged: bool = True) -> pd.DataFrame:
+    """The rows a claim's `where` selects (the whole frame without one).
+
+    Where the claim is judged (`judged`: it has a band at this scale), selecting none of the rows the artifact has
+    is a registry error (a misspelt value, e.g. 'sumary'), named with the values the `where` reads, unless the
+    claim says `may_be_empty: true`; no rows at all stays `not-run`.  At a scale without a band (smoke) the small
+    configurations leave out rows the claim reads (e.g. adept's Inception FID), so an empty selection is `not-run`."""
     if not claim.get("where"):
         return frame
     expr = compile_expression(claim["where"], field="where", claim=claim["id"], source=source)
-    return frame[expr.mask(frame, claim=claim["id"], source=source)]
+    sel = frame[expr.mask(frame, claim=claim["id"], source=source)]
+    if sel.empty and len(frame) and judged and not claim.get("may_be_empty"):
+        values = "; ".join(f"{c}: {', '.join(map(str, pd.unique(frame[c])[:8]))}" for c in frame.columns
+                           if str(c) in expr.columns)
+        raise ClaimExpressionError(f"selects none of the artifact's {len(frame)} rows (values there: {values}); fix "
+                                   "the selection, or add `may_be_empty: true` to the claim if it may select nothing",
+                                   claim=claim["id"], field="where", text=claim["where"], source=source)
+    return sel
 
 
 def _holds(frame: pd.DataFrame, claim: dict, field: str, source: str) -> tuple[bool, str]:
@@ -175,7 +187,7 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
                            ratio if ok else f"{ratio}, outside {_band_text(band)}")
     elif kind == "value":
         require_columns(data, [claim["column"]], claim=claim["id"], field="column", source=source)
-        sel = _where(data, claim, source)
+        sel = _where(data, claim, source, judged=band is not None)
         paper = claim["paper_value"]
         if sel.empty:
             yield claim["id"], paper, float("nan"), "not-run", "no such row in the artifact's data"
@@ -203,7 +215,7 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
         else:
             yield claim["id"], paper, ours, "not-reproduced", miss
     else:  # predicate
-        sel = _where(data, claim, source)
+        sel = _where(data, claim, source, judged=band is not None)
         if sel.empty:
             yield claim["id"], claim.get("paper_value", "holds"), "", "not-run", "no rows selected"
             return

@@ -9,10 +9,13 @@ Here an expression is parsed with :mod:`ast` and refused unless every node is on
 * literals: numbers, strings, booleans, ``None``, lists and tuples of them;
 * arithmetic (``+ - * / // % **``, ``**`` only to a literal exponent of at most 16), comparisons, ``and``,
   ``or``, ``not``, ``& | ~``, subscripts and slices;
+* constant integers of at most 1024 bits (folded as they are checked: nested powers), sequences written in the
+  expression (``[0] * n``, ``np.r_[a:b]``) of at most a million items;
 * calls to the helpers and to ``np.<f>`` for ``f`` in :data:`NUMPY_NAMES` (the only attribute access allowed).
 
 The checked tree is compiled and evaluated against a namespace holding exactly those names (``np`` is a
-stand-in that has only the allowed attributes), so even a checker bug cannot reach a module.
+stand-in that has only the allowed attributes), so even a checker bug cannot reach a module.  Each evaluation
+runs under a time and memory budget (:mod:`fedrepro.scorecard.budget`).
 
 ``where`` keeps the ``pandas.query`` meaning it always had: ``and``/``or``/``not`` and chained comparisons act
 element-wise and ``x in [...]`` is ``isin``.  ``expr``/``ours``/``qualitative`` keep plain Python meaning.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
+import math
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -74,6 +78,8 @@ _OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Po
 _NODES = (ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.Call, ast.keyword, ast.Name,
           ast.Load, ast.Constant, ast.Subscript, ast.Slice, ast.Tuple, ast.List, ast.Attribute) + _OPERATORS
 _MAX_POWER = 16
+_MAX_INT_BITS = 1024          # a constant integer beyond the float range (2**1024) is no number a claim compares
+_MAX_ITEMS = 1_000_000        # a sequence written in an expression ([0] * n, np.r_[a:b]); artifact CSVs have far fewer
 
 
 class ClaimExpressionError(ConfigError):
@@ -120,9 +126,17 @@ class Expression:
                 f"the artifact's data has no column {missing[0]!r} (columns: {', '.join(map(str, frame.columns))})",
                 claim=claim, field=self.field, text=self.text, source=source,
                 suggestions=close_matches(missing[0], map(str, frame.columns)))
+        from fedrepro.scorecard import budget
+
         names = {str(c): frame[c].to_numpy() for c in frame.columns if str(c) in self.columns}
-        namespace = {"__builtins__": {}, **HELPERS, **_WHERE_HELPERS, "np": _NP, **names}
-        return eval(self.code, namespace)  # noqa: S307  (a tree checked against the allow-list, see module doc)
+        try:
+            return budget.evaluate_bounded(self.code, _NAMESPACE, names)
+        except budget.BudgetExceeded as exc:
+            what = {"time": f"took longer than {budget.TIME_LIMIT_S:g} s (the budget of one evaluation)",
+                    "memory": f"needs more than {budget.MEMORY_LIMIT_BYTES >> 20} MiB of memory (the budget of one "
+                              "evaluation)"}.get(str(exc), str(exc))
+            raise ClaimExpressionError(f"stopped: it {what}", claim=claim, field=self.field, text=self.text,
+                                       source=source) from None
 
     def mask(self, frame: pd.DataFrame, *, claim: str, source: str) -> np.ndarray:
         """A `where` selector's boolean row mask (a scalar result selects all rows or none)."""
@@ -166,6 +180,53 @@ class _Checker(ast.NodeVisitor):
         for side in (node.left, node.right):
             if isinstance(side, ast.Constant) and isinstance(side.value, str):
                 self.refuse("arithmetic on a string literal is not allowed")
+        if isinstance(node.op, ast.Mult):
+            for seq, count in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(seq, (ast.List, ast.Tuple)) and isinstance(n := self.fold(count), (int, float)) \
+                        and len(seq.elts) * n > _MAX_ITEMS:
+                    self.refuse(f"a sequence repeated to {len(seq.elts) * n:.3g} items (at most {_MAX_ITEMS:,})")
+        self.generic_visit(node)
+        self.fold(node)
+
+    def fold(self, node):
+        """The value of a constant number expression (None if it is not one), refusing integers beyond
+        `_MAX_INT_BITS` bits before they are computed: ``((9**16)**16)**16`` would take minutes, the next level hours."""
+        if isinstance(node, ast.Constant):
+            return node.value if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) else None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            v = self.fold(node.operand)
+            return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+        if not isinstance(node, ast.BinOp):
+            return None
+        a, b = self.fold(node.left), self.fold(node.right)
+        if a is None or b is None:
+            return None
+        if isinstance(a, int) and isinstance(b, int):
+            bits = None
+            if isinstance(node.op, ast.Pow) and b > 0:
+                bits = int(b * math.log2(abs(a))) + 1 if abs(a) > 1 else 1
+            elif isinstance(node.op, ast.Mult):
+                bits = abs(a).bit_length() + abs(b).bit_length()
+            if bits is not None and bits > _MAX_INT_BITS:
+                self.refuse(f"the integer {ast.unparse(node)} has about {bits:,} bits (at most {_MAX_INT_BITS})")
+        ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b,
+               ast.FloorDiv: lambda: a // b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b}
+        try:
+            return ops[type(node.op)]() if type(node.op) in ops else None
+        except (ArithmeticError, ValueError):
+            return None
+
+    def visit_Subscript(self, node):
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "r_":
+            index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            for part in index:
+                if isinstance(part, ast.Slice):
+                    start, stop, step = (self.fold(p) if p is not None else d
+                                         for p, d in ((part.lower, 0), (part.upper, None), (part.step, 1)))
+                    if isinstance(stop, (int, float)) and isinstance(start, (int, float)) \
+                            and isinstance(step, (int, float)) and step and (stop - start) / step > _MAX_ITEMS:
+                        self.refuse(f"np.r_[{ast.unparse(part)}] has {(stop - start) / step:.3g} items "
+                                    f"(at most {_MAX_ITEMS:,})")
         self.generic_visit(node)
 
     def visit_Name(self, node):
@@ -223,6 +284,10 @@ _WHERE_HELPERS = {
     "_not": np.logical_not,
     "_isin": lambda x, values: np.isin(x, np.asarray(values)),
 }
+
+
+# What an expression sees besides its columns (the tree checker admits no other name).
+_NAMESPACE = {"__builtins__": {}, **HELPERS, **_WHERE_HELPERS, "np": _NP}
 
 
 class _ElementWise(ast.NodeTransformer):
