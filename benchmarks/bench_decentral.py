@@ -54,7 +54,7 @@ def load_module(name: str):
 def load_split():
     path = Path("results/data/mnist/mnist.npz")
     if path.exists():
-        from fedrepro.data import load_images
+        from fedrepro.data.loaders import load_images
 
         return load_images(path, scale=True, flatten=True)
     rng = np.random.default_rng(0)

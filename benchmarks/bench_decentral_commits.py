@@ -47,7 +47,7 @@ def child(args) -> None:
     import torch
 
     torch.set_num_threads(1)
-    from fedrepro.data import load_images
+    from fedrepro.data.loaders import load_images
     from fedrepro.decentral import experiments as ex
 
     split = load_images(Path(args.data), scale=True, flatten=True)

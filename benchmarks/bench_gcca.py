@@ -131,7 +131,7 @@ def main() -> None:
     ap.add_argument("--parts", action="store_true", help="also time each block of one iteration")
     a = ap.parse_args()
     limit_threads(a.threads)
-    from fedrepro.gcca import EngineConfig, run_maxvar
+    from fedrepro.gcca.engine import EngineConfig, run_maxvar
     from fedrepro.gcca.generators import sparse_views
     from fedrepro.gcca.mvlsa import mvlsa
 

@@ -27,8 +27,10 @@ import time
 import numpy as np
 
 from fedrepro.comm import TrackedCopy, get_compressor
-from fedrepro.gcca import EngineConfig, dense_views, polar, run_maxvar
+from fedrepro.gcca.engine import EngineConfig, run_maxvar
+from fedrepro.gcca.generators import dense_views
 from fedrepro.gcca.mvlsa import mvlsa
+from fedrepro.gcca.objective import polar
 from fedrepro.gcca.views import sample_rows
 from fedrepro.runtime import limit_threads, rng_stream
 

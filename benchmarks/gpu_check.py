@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.io import timing_cells, write_csv
-from fedrepro.pipeline import RunContext, load_runner
 from fedrepro.provenance.sidecar import now_iso, write_sidecars
-from fedrepro.registry import Registry
+from fedrepro.registry.papers import Registry
+from fedrepro.runner import RunContext, load_runner
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,7 +26,7 @@ import yaml
 
 from fedrepro import plan
 from fedrepro.io import write_csv
-from fedrepro.registry import Registry
+from fedrepro.registry.papers import Registry
 from fedrepro.runtime import limit_threads
 
 

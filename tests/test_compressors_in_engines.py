@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from fedrepro.comm import get_compressor
-from fedrepro.comm.registry import COMPRESSORS
+from fedrepro.comm.catalog import COMPRESSORS
 
 # Parameters that build each built-in compressor (the C-VFL engine supplies `b` itself, see below).
 SPECS = {"identity": {}, "cutemaxvar": {"q": 3}, "cvfl_scalar": {"b": 2}, "cvfl_vector": {"b": 2},

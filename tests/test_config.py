@@ -2,8 +2,8 @@
 
 import pytest
 
-from fedrepro.config import ConfigError, load_yaml, resolve_config
-from fedrepro.registry import Registry
+from fedrepro.registry.config import ConfigError, load_yaml, resolve_config
+from fedrepro.registry.papers import Registry
 
 
 @pytest.fixture
@@ -147,7 +147,7 @@ def _advised_config_args(message):
 def test_missing_data_advice_works_at_paper_scale(repo, tmp_path, scale):
     from fedrepro.data.acquire import DataUnavailable
     from fedrepro.data.prepare import prepare
-    from fedrepro.data.registry import load_registry
+    from fedrepro.registry.datasets import load_registry
 
     cfg = _resolve(repo, "scale=paper")
     assert cfg["data"]["on_missing"] == "error"
@@ -172,7 +172,7 @@ def test_the_file_named_by_the_advice_is_the_one_that_decides(repo, tmp_path):
 
     import yaml
 
-    from fedrepro.config import setting_advice
+    from fedrepro.registry.config import setting_advice
 
     for part in ("config", "workflow/schemas"):
         shutil.copytree(repo / part, tmp_path / part)
@@ -189,7 +189,7 @@ def test_the_file_named_by_the_advice_is_the_one_that_decides(repo, tmp_path):
 
 def test_credential_advice_works(repo):
     from fedrepro.data.acquire import credential_message
-    from fedrepro.data.registry import load_registry
+    from fedrepro.registry.datasets import load_registry
 
     message = credential_message(load_registry(repo)["imagenet"], None, scale="paper", root=repo)
     args = _advised_config_args(message)
@@ -199,7 +199,7 @@ def test_credential_advice_works(repo):
 
 
 def test_a_key_given_twice_is_an_error_naming_the_file_and_line(tmp_path):
-    from fedrepro.config import ConfigError, load_yaml
+    from fedrepro.registry.config import ConfigError, load_yaml
 
     path = tmp_path / "twice.yaml"
     path.write_text("paper: p\nassumptions: {a: 1}\nexperiments: {}\nassumptions: {b: 2}\n")

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO
 from headless import Browser, install_chromium
 
-from fedrepro.registry import Registry
+from fedrepro.registry.papers import Registry
 from fedrepro.scorecard.pages import artifact_order
 
 REGISTRY = Registry.load(REPO)

@@ -46,7 +46,7 @@ def test_unbiased_randk_omega_is_d_over_k_minus_one():
             idx, kept = super()._select(x2, u)
             return idx, kept * (x2.shape[1] / self.k_for(x2.shape[1]))
 
-    from fedrepro.comm.registry import COMPRESSORS, register_compressor
+    from fedrepro.comm.catalog import COMPRESSORS, register_compressor
 
     register_compressor("randk_unbiased_test", Unbiased)
     try:
@@ -159,7 +159,7 @@ def test_a_plugin_appears_on_the_leaderboard_by_configuration_only(workdir):
 def test_names_drawn_together_get_distinct_colours():
     """`colors` gives every unknown name in one figure its own free colour (hashing alone collides: with ten
     free colours, eleven names must), and keeps each known name's colour."""
-    from fedrepro.comm.registry import available_compressors
+    from fedrepro.comm.catalog import available_compressors
     from fedrepro.plotting import colors
 
     names = list(available_compressors())
@@ -177,7 +177,7 @@ def test_a_new_name_never_takes_or_nears_a_colour_in_use():
     read as one pink), and on the leaderboard a plugin's compressor gets a colour apart from every other row's."""
     from itertools import combinations
 
-    from fedrepro.comm.registry import available_compressors
+    from fedrepro.comm.catalog import available_compressors
     from fedrepro.plotting import colors
     from fedrepro.plotting.names import MIN_DISTANCE, distance, fallback_colors
 

@@ -4,7 +4,7 @@ import jupytext
 import pytest
 from conftest import REPO
 
-from fedrepro.registry import Registry
+from fedrepro.registry.papers import Registry
 
 REGISTRY = Registry.load(REPO)
 ARTIFACTS = [(p, a) for p, a, _ in REGISTRY.artifacts()]

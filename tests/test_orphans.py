@@ -14,7 +14,7 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 # the "job": watches its starter, then writes its output after 3 s (a job still running when Snakemake died)
 JOB = """
 import sys, time
-from fedrepro.orphans import exit_with_parent
+from fedrepro.workflow.orphans import exit_with_parent
 exit_with_parent()
 time.sleep(3)
 open(sys.argv[1], "w").write("written by an orphan")

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from fedrepro.config import ConfigError
-from fedrepro.notebook import paper_vs_ours_markdown
-from fedrepro.registry import Registry, _check_assumption_ids_unique, _check_assumptions
+from fedrepro.artifact import paper_vs_ours_markdown
+from fedrepro.registry.config import ConfigError
+from fedrepro.registry.papers import Registry, _check_assumption_ids_unique, _check_assumptions
 from fedrepro.scorecard.evaluate import COLUMNS
 from fedrepro.scorecard.pages import (
     artifact_order,
@@ -105,7 +105,7 @@ def test_assumption_ids_are_unique_across_papers():
 
 
 def test_the_schema_refuses_an_unnamespaced_id(tmp_path):
-    from fedrepro.config import load_yaml, validate
+    from fedrepro.registry.config import load_yaml, validate
 
     schema = load_yaml(REPO / "workflow" / "schemas" / "paper.schema.yaml")
     reg = copy.deepcopy(REGISTRY.papers["gcca"])
@@ -186,7 +186,7 @@ def test_paper_vs_ours_gives_each_failure_its_reason_configuration_and_assumptio
 
 def test_paper_vs_ours_agrees_with_the_claims_job(tmp_path):
     """The notebook judges with the claims job's code: same rows as `evaluate_claims` on the same CSV."""
-    from fedrepro.notebook import Artifact
+    from fedrepro.artifact import Artifact
     from fedrepro.scorecard.evaluate import evaluate_claims
 
     entry = REGISTRY.artifact("thesis", "table5_1")

@@ -1,4 +1,4 @@
-"""Runner parameter declarations (fedrepro.paramspec) and the registry check made before any job runs.
+"""Runner parameter declarations (fedrepro.registry.params) and the registry check made before any job runs.
 
 Three kinds of tests: the mini-language on small specs; the registry errors of issues 16 and 18, each naming the
 file, the key path and the close matches; and the declarations against the code: every key a runner reads is
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from fedrepro.config import ConfigError, load_yaml
-from fedrepro.paramspec import (
+from fedrepro.registry.config import ConfigError, load_yaml
+from fedrepro.registry.papers import Registry
+from fedrepro.registry.params import (
     RESERVED,
     AnyOf,
     Checker,
@@ -31,7 +32,6 @@ from fedrepro.paramspec import (
     describe,
     runner_spec,
 )
-from fedrepro.registry import Registry
 
 REPO = Path(__file__).resolve().parents[1]
 PAPERS = ("adept", "cvfl", "gcca", "thesis")
@@ -259,9 +259,9 @@ class DemoRandK(RandK):
 
 
 def test_compressor_parameters_are_built_from_the_comm_registry_and_plugins(tmp_path, monkeypatch):
-    from fedrepro.comm import registry
+    from fedrepro.comm import catalog
 
-    monkeypatch.setattr(registry, "COMPRESSORS", dict(registry.COMPRESSORS))
+    monkeypatch.setattr(catalog, "COMPRESSORS", dict(catalog.COMPRESSORS))
     root = _runner_module(tmp_path, "PARAMETERS = {'codec': 'compressor', 'others?': 'list[compressor]'}\n"
                                     "def run(ctx): pass\n")
     (root / "plugins").mkdir()
@@ -276,7 +276,7 @@ def test_compressor_parameters_are_built_from_the_comm_registry_and_plugins(tmp_
 
     check_parameters(reg({"name": "topk", "k": 10}, ["sign", {"name": "qsgd", "s": 4}]), root, "f.yaml")
     check_parameters(reg({"name": "demo_randk", "k": 3}), root, "f.yaml")  # registered by config/config.yaml only
-    assert "demo_randk" in registry.COMPRESSORS
+    assert "demo_randk" in catalog.COMPRESSORS
     with pytest.raises(ConfigError, match=r"f.yaml: experiments\.e\.configurations\.c\.codec: unknown compressor "
                                           r"'topkk'; did you mean topk"):
         check_parameters(reg("topkk"), root, "f.yaml")
@@ -331,7 +331,7 @@ for _runner in ("fedrepro.gcca.experiments", "fedrepro.cvfl.experiments", "fedre
     READS[f"{_runner}:board"] = [*READS[f"{_runner}:run"], (_runner, "board", _P)]
 
 # Declared keys no scanned function reads by name, and why they are declared.
-_METHODS = {"methods": "read by fedrepro.methods.methods_of"}
+_METHODS = {"methods": "read by fedrepro.registry.methods.methods_of"}
 NOT_READ_BY_NAME = {
     "fedrepro.mtl.experiments:run": {"tau": "the figure's target gap: fedrepro.mtl.artifacts reads the run params",
                                      **_METHODS},

@@ -17,7 +17,7 @@ from conftest import REPO  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from pictures import blank_fraction, notebook_figures, undrawn_legend_entries  # noqa: E402
 
-from fedrepro.registry import Registry  # noqa: E402
+from fedrepro.registry.papers import Registry  # noqa: E402
 
 REGISTRY = Registry.load(REPO)
 FIGURES = [(p, a) for p, a, e in REGISTRY.artifacts(scale="smoke") if e["kind"] == "figure"]

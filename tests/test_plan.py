@@ -1,4 +1,4 @@
-"""Cost planning (fedrepro.plan, `python -m fedrepro plan`): the table, the model against a fresh measurement, the
+"""Cost planning (fedrepro.workflow.plan, `python -m fedrepro plan`): the table, the model against a fresh measurement, the
 resources it gives the run rule, and the expression checker."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from conftest import snakemake
 
 from fedrepro import plan
-from fedrepro.config import ConfigError
-from fedrepro.registry import Registry
+from fedrepro.registry.config import ConfigError
+from fedrepro.registry.papers import Registry
 from fedrepro.runtime import limit_threads
 
 # An estimate of a run we have not measured (between the smoke and quick sizes) must be within this factor of its

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from fedrepro.pipeline import rule_run
 from fedrepro.provenance import InputDrift, find_drift, is_generated, sha256_file, verify_inputs, write_sidecars
 from fedrepro.provenance.audit import audit_paths
+from fedrepro.workflow.jobs import rule_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -299,7 +299,7 @@ def test_audit_of_a_claim_starts_with_the_claim_and_walks_only_its_runs(cli_root
     """cvfl:F3.cifar10 reads Fig. 3's CIFAR-10 runs: the MIMIC-III and ModelNet10 runs of the same figure are not
     re-hashed (nor shown), and the claim's row of the claims CSV comes first."""
     from fedrepro import cli
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
 
     registry = Registry.load(cli_root)
     runs = [f for e in registry.artifact("cvfl", "fig3")["experiments"] for f in registry.run_outputs("cvfl", e, "quick")]

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from yaml.nodes import MappingNode, SequenceNode
 
-from fedrepro.config import load_yaml
+from fedrepro.registry.config import load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 MERGE = "tag:yaml.org,2002:merge"

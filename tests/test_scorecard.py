@@ -6,7 +6,7 @@ import time
 import pandas as pd
 import pytest
 
-from fedrepro.config import ConfigError
+from fedrepro.registry.config import ConfigError
 from fedrepro.scorecard import evaluate_claims
 from fedrepro.scorecard.expressions import (
     ClaimExpressionError,
@@ -163,7 +163,7 @@ def test_where_keeps_pandas_query_meaning():
 
 
 def test_registry_expressions_all_pass_the_allow_list():
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
     validate_claim_expressions(Registry.load("."))
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedrepro.notebook import open_artifact
+from fedrepro.artifact import open_artifact
 from fedrepro.transfer.artifacts import log_error_summary, table5_1
 from fedrepro.transfer.representation import (
     error_ratios,

@@ -10,8 +10,8 @@ import pytest
 from conftest import snakemake
 
 from fedrepro import plan
-from fedrepro.config import SCALES
-from fedrepro.registry import Registry
+from fedrepro.registry.config import SCALES
+from fedrepro.registry.papers import Registry
 
 
 def _planned_rules(wd, *targets, scale="smoke"):
@@ -232,7 +232,7 @@ def test_rerun_is_a_no_op_and_editing_code_reruns_only_its_dependents(smoke_run)
 
 def test_editing_the_notebook_helpers_reruns_every_render_and_no_run(smoke_run):
     assert _planned_rules(smoke_run, "all") == {}
-    helper = smoke_run / "src/fedrepro/notebook.py"
+    helper = smoke_run / "src/fedrepro/artifact.py"
     original = helper.read_text()
     _edit(helper)
     try:

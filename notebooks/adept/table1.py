@@ -26,7 +26,7 @@ outputs = None  # None: a scratch folder under results/<scale>/adept/scratch/
 
 # %%
 from fedrepro.adept.artifacts import table1
-from fedrepro.notebook import open_artifact
+from fedrepro.artifact import open_artifact
 
 art = open_artifact("adept", "table1", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)

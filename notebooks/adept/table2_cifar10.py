@@ -31,7 +31,7 @@ outputs = None  # None: a scratch folder under results/<scale>/adept/scratch/
 
 # %%
 from fedrepro.adept.artifacts import table2_cifar10
-from fedrepro.notebook import open_artifact
+from fedrepro.artifact import open_artifact
 
 art = open_artifact("adept", "table2_cifar10", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)

@@ -27,8 +27,8 @@ run_files = None  # None: the artifact's runs under results/<scale>/cvfl/runs/
 outputs = None  # None: a scratch folder under results/<scale>/cvfl/scratch/
 
 # %%
+from fedrepro.artifact import open_artifact
 from fedrepro.cvfl.artifacts import fig3
-from fedrepro.notebook import open_artifact
 
 art = open_artifact("cvfl", "fig3", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)

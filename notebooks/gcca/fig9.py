@@ -25,8 +25,8 @@ run_files = None  # None: the artifact's runs under results/<scale>/gcca/runs/
 outputs = None  # None: a scratch folder under results/<scale>/gcca/scratch/
 
 # %%
+from fedrepro.artifact import open_artifact
 from fedrepro.gcca.artifacts import fig9, summary
-from fedrepro.notebook import open_artifact
 
 art = open_artifact("gcca", "fig9", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)

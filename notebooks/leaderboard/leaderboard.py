@@ -30,8 +30,8 @@ outputs = None  # None: a scratch folder under results/<scale>/scratch/
 # %%
 from IPython.display import Image, Markdown
 
+from fedrepro.artifact import repo_root
 from fedrepro.leaderboard.board import leaderboard, scratch_outputs
-from fedrepro.notebook import repo_root
 
 root = repo_root(root)
 outputs = outputs or scratch_outputs(root, scale)

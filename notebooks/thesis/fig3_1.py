@@ -23,8 +23,8 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
+from fedrepro.artifact import open_artifact
 from fedrepro.decentral.artifacts import describe_run, differences, fig3_1, to_target_table
-from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig3_1", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)

@@ -33,6 +33,7 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
+from fedrepro.artifact import open_artifact
 from fedrepro.decentral.artifacts import (
                                          configurations_figure,
                                          configurations_table,
@@ -41,7 +42,6 @@ from fedrepro.decentral.artifacts import (
                                          fig3_4,
                                          to_target_table,
 )
-from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig3_4", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)

@@ -28,8 +28,8 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
+from fedrepro.artifact import open_artifact
 from fedrepro.decentral.artifacts import fig3_4_gamma
-from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig3_4_gamma", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)

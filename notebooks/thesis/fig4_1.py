@@ -34,8 +34,8 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
+from fedrepro.artifact import open_artifact
 from fedrepro.mtl.artifacts import bits_panels, describe_run, differences, fig4_1, savings_table
-from fedrepro.notebook import open_artifact
 
 art = open_artifact("thesis", "fig4_1", root=root, scale=scale, configuration=configuration,
                     run_files=run_files, outputs=outputs)

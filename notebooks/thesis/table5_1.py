@@ -34,7 +34,7 @@ run_files = None  # None: the artifact's runs under results/<scale>/thesis/runs/
 outputs = None  # None: a scratch folder under results/<scale>/thesis/scratch/
 
 # %%
-from fedrepro.notebook import open_artifact
+from fedrepro.artifact import open_artifact
 from fedrepro.transfer.artifacts import log_error_summary, table5_1
 
 art = open_artifact("thesis", "table5_1", root=root, scale=scale, configuration=configuration,

@@ -7,10 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from fedrepro.config import SCALES, ConfigError, load_yaml
-from fedrepro.notebook import repo_root
+from fedrepro.artifact import repo_root
 from fedrepro.provenance.audit import audit_paths
-from fedrepro.registry import Registry
+from fedrepro.registry.config import SCALES, ConfigError, load_yaml
+from fedrepro.registry.papers import Registry
 
 
 def _default_scale(root: Path) -> str:
@@ -195,7 +195,7 @@ def main(argv=None) -> int:
     pl.add_argument("--max-runtime-h", type=float, default=None,
                     help="the cluster's job time limit in hours (default: config/config.yaml cluster.max_runtime_h)")
     pl.add_argument("--gpu-speedup", type=float, default=None,
-                    help="CPU cores one GPU replaces (default: fedrepro.plan.GPU_SPEEDUP, plan:A-gpu-speedup)")
+                    help="CPU cores one GPU replaces (default: fedrepro.workflow.plan.GPU_SPEEDUP, plan:A-gpu-speedup)")
     pl.add_argument("--calibrate", action="store_true",
                     help="rewrite config/calibration.csv from the run sidecars under results/{smoke,quick}")
     pl.set_defaults(func=cmd_plan)

@@ -86,3 +86,14 @@ def device_description(device: str) -> str:
 
 def as_list(x: Iterable | None) -> list:
     return [] if x is None else list(x)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

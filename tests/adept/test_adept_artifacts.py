@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from fedrepro.adept import artifacts as A
+from fedrepro.artifact import open_artifact
 from fedrepro.io import write_csv
-from fedrepro.notebook import open_artifact
 
 REPO = Path(__file__).resolve().parents[2]
 RNG = np.random.default_rng(0)

@@ -12,7 +12,7 @@ from fedrepro.adept import ae, dgm, fed
 from fedrepro.adept.ae import recon_loss
 from fedrepro.adept.fed import ClientData, FedConfig, client_forward, stacked_init
 from fedrepro.models.adept_nets import BasicUNet, FeatureNet, LinearAE
-from fedrepro.pipeline import RunContext
+from fedrepro.runner import RunContext
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -29,7 +29,7 @@ def test_the_weight_file_has_the_same_bytes_in_every_build(tmp_path):
     from pathlib import Path
 
     from fedrepro.models.adept_nets import FeatureNet
-    from fedrepro.pipeline import RunContext
+    from fedrepro.runner import RunContext
 
     rng = np.random.default_rng(0)
     y = np.tile(np.arange(10), 10).astype(np.int64)

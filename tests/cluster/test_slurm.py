@@ -169,7 +169,7 @@ def test_every_remote_job_ran_on_the_cluster(slurm_run):
 
 
 def test_outputs_and_sidecars(slurm_run):
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
 
     wd = slurm_run["wd"]
     registry = Registry.load(wd)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from fedrepro.comm.registry import COMPRESSORS, get_compressor
-from fedrepro.plugins import import_plugins
+from fedrepro.comm.catalog import COMPRESSORS, get_compressor
+from fedrepro.comm.plugins import import_plugins
 
 FILE = "docs/examples/ternary.py"
 

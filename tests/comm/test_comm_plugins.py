@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from fedrepro.comm import RandK, TopK, available_compressors, get_compressor, register_compressor, registry
-from fedrepro.config import load_yaml, resolve_config
-from fedrepro.plugins import PluginError, import_plugins
+from fedrepro.comm import RandK, TopK, available_compressors, catalog, get_compressor, register_compressor
+from fedrepro.comm.plugins import PluginError, import_plugins
+from fedrepro.registry.config import load_yaml, resolve_config
 
 REPO = Path(__file__).resolve().parents[2]
 ALPHA = 1e-6
@@ -49,7 +49,7 @@ class UnbiasedRandK(RandK):
 @pytest.fixture(autouse=True)
 def private_registry(monkeypatch):
     """Each test registers into its own copy of the name table (the built-in names stay as they are)."""
-    monkeypatch.setattr(registry, "COMPRESSORS", dict(registry.COMPRESSORS))
+    monkeypatch.setattr(catalog, "COMPRESSORS", dict(catalog.COMPRESSORS))
 
 
 def _interface_checks():
@@ -140,9 +140,9 @@ def test_an_installed_package_is_found_through_its_entry_point(tmp_path, monkeyp
     (dist / "entry_points.txt").write_text("[fedrepro.compressors]\nrandk_unbiased_ep = ep_compressors:UnbiasedRandK\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert "randk_unbiased_ep" in available_compressors()
-    assert "randk_unbiased_ep" not in registry.COMPRESSORS            # loaded on first use
+    assert "randk_unbiased_ep" not in catalog.COMPRESSORS            # loaded on first use
     c = get_compressor("randk_unbiased_ep", k=2)
-    assert c.unbiased and "randk_unbiased_ep" in registry.COMPRESSORS
+    assert c.unbiased and "randk_unbiased_ep" in catalog.COMPRESSORS
 
 
 def test_registration_refuses_what_would_break_the_interface():

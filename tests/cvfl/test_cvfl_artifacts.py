@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedrepro.artifact import open_artifact
 from fedrepro.cvfl import artifacts as A
 from fedrepro.io import write_csv
-from fedrepro.notebook import open_artifact
-from fedrepro.registry import Registry
+from fedrepro.registry.papers import Registry
 
 REPO = Path(__file__).resolve().parents[2]
 MIB_BITS = 8 * 2**20

@@ -8,7 +8,7 @@ from conftest import REPO
 from fedrepro.comm import conventions
 from fedrepro.cvfl import simulator, summaries
 from fedrepro.cvfl.costcheck import cost_check
-from fedrepro.registry import Registry
+from fedrepro.registry.papers import Registry
 from fedrepro.scorecard import evaluate_claims
 
 COST_CLAIMS = ("C2-cost", "C6-8-cost", "C9-11-cost", "C12-cost", "C15-cost", "C16-cost")

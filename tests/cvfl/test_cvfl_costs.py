@@ -11,7 +11,7 @@ from conftest import REPO
 from fedrepro.cvfl.costcheck import cost_check
 from fedrepro.cvfl.simulator import CvflConfig, run_epoch_bits
 from fedrepro.cvfl.summaries import simulated_time_s
-from fedrepro.registry import Registry
+from fedrepro.registry.papers import Registry
 
 MIB = 8 * 2**20
 # (compressor, b) -> (paper cost in MB, derived mean epochs) -- Table 2 (MIMIC-III, N=14,681, B=1000, P=16, M=4)

@@ -13,6 +13,7 @@ import pytest
 import torch
 from cvfl_paper_methods import method, methods
 
+from fedrepro.artifact import open_artifact
 from fedrepro.comm.conventions import cvfl_epoch_bits, cvfl_round_bits_text
 from fedrepro.cvfl import CvflConfig, CvflTrainer
 from fedrepro.cvfl.artifacts import figd8
@@ -21,11 +22,10 @@ from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches
 from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages
 from fedrepro.data.loaders import load_image_index
 from fedrepro.data.prepare import prepare
-from fedrepro.data.registry import load_registry
 from fedrepro.io import write_csv
 from fedrepro.models.vfl_parties import StackedMLP, StackedResNet18
-from fedrepro.notebook import open_artifact
-from fedrepro.registry import Registry
+from fedrepro.registry.datasets import load_registry
+from fedrepro.registry.papers import Registry
 from fedrepro.scorecard.evaluate import evaluate_claims
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from fedrepro.data.download import HttpPolicy, reset_down_hosts
-from fedrepro.data.registry import Dataset
+from fedrepro.registry.datasets import Dataset
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_SERVER_LIFETIME_S = 30.0      # every server shuts itself down after this, whatever the test does

@@ -21,7 +21,7 @@ from fedrepro.data.acquire import acquire, data_kind
 from fedrepro.data.formats import load_npz
 from fedrepro.data.imagesets import ImageSetError, identify, prepare_imageset, set_hashes, tree_sha256
 from fedrepro.data.prepare import RawFileChanged, prepare
-from fedrepro.data.registry import Dataset, load_registry
+from fedrepro.registry.datasets import Dataset, load_registry
 
 CLASSES = ["cat", "ant", "bee"]          # label order is the list's, not the alphabet's
 LAYOUT = {"classes": CLASSES, "per_class": {"train": 4, "test": 2}, "image_size": [8, 6], "order_seed": 0}

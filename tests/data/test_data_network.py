@@ -17,9 +17,9 @@ from loopback import REPO
 from fedrepro.data import sources
 from fedrepro.data.acquire import acquire
 from fedrepro.data.download import HttpPolicy
-from fedrepro.data.registry import Dataset, load_registry
 from fedrepro.data.sources import SourceError
 from fedrepro.data.verify import check
+from fedrepro.registry.datasets import Dataset, load_registry
 
 pytestmark = pytest.mark.network
 

@@ -8,9 +8,9 @@ import hashlib
 import pytest
 from loopback import REPO
 
-from fedrepro.config import ConfigError, load_yaml, validate
 from fedrepro.data.acquire import acquire, credential_message, unavailable_message
-from fedrepro.data.registry import load_registry
+from fedrepro.registry.config import ConfigError, load_yaml, validate
+from fedrepro.registry.datasets import load_registry
 
 WORKS_DATASETS = {"mnist", "fashion_mnist", "cifar10", "modelnet10", "mimic3_ihm", "imagenet", "imagenet100",
                   "europarl", "desynpuf"}
@@ -77,7 +77,7 @@ def test_credential_messages_name_key_and_what_to_obtain(reg, tmp_path):
 
 
 def test_credentialed_folder_is_verified_in_place(tmp_path):
-    from fedrepro.data.registry import Dataset
+    from fedrepro.registry.datasets import Dataset
 
     folder = tmp_path / "user"
     folder.mkdir()

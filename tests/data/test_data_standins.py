@@ -11,7 +11,7 @@ from fedrepro.data.acquire import DataUnavailable
 from fedrepro.data.formats import load_npz
 from fedrepro.data.loaders import load_image_index, load_images, load_parallel_text
 from fedrepro.data.prepare import prepare
-from fedrepro.data.registry import load_registry
+from fedrepro.registry.datasets import load_registry
 
 UNAVAILABLE = {"status": "unavailable", "files": {}, "missing": ["x"], "attempts": [{"source": "s", "file": "x", "error": "offline"}]}
 

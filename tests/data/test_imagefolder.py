@@ -9,7 +9,6 @@ import pytest
 import torch
 from PIL import Image
 
-from fedrepro.data import load_registry
 from fedrepro.data.imagefolder import (
     TRAIN,
     VAL,
@@ -28,6 +27,7 @@ from fedrepro.data.imagefolder import (
 from fedrepro.data.loaders import ImageIndex, load_image_index
 from fedrepro.data.prepare import prepare
 from fedrepro.provenance.hashing import sha256_file
+from fedrepro.registry.datasets import load_registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -226,10 +226,10 @@ def test_changed_images_are_found_by_the_build_check_and_by_audit(tmp_path):
     from PIL import Image
 
     from fedrepro.data.prepare import prepare
-    from fedrepro.data.registry import Dataset, load_registry
     from fedrepro.provenance.audit import audit_paths
     from fedrepro.provenance.sidecar import write_sidecars
     from fedrepro.provenance.verify import InputDrift, verify_inputs
+    from fedrepro.registry.datasets import Dataset, load_registry
 
     real = load_registry(REPO)["imagenet"]
     entry = copy.deepcopy(real.entry)

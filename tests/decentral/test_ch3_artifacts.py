@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedrepro.artifact import open_artifact
 from fedrepro.decentral.artifacts import (
     differences,
     fig3_2,
@@ -16,7 +17,6 @@ from fedrepro.decentral.artifacts import (
     time_bars,
     to_target_table,
 )
-from fedrepro.notebook import open_artifact
 from fedrepro.plotting import label
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedrepro.artifact import open_artifact
 from fedrepro.decentral.artifacts import describe_run, fig3_4, fig3_4_gamma, shown, to_target_table
-from fedrepro.notebook import open_artifact
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = np.arange(0, 201, 20)

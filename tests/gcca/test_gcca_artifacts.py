@@ -14,9 +14,9 @@ from conftest import REPO
 from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.patches import Rectangle
 
+from fedrepro.artifact import open_artifact
 from fedrepro.gcca import artifacts
-from fedrepro.notebook import open_artifact
-from fedrepro.registry import Registry
+from fedrepro.registry.papers import Registry
 
 SCALE = "smoke"
 
@@ -381,8 +381,8 @@ def test_every_gcca_artifact_has_a_percent_notebook(registry):
 # ---- Fig. 2: the compression operation, from a run of the project's own quantizer ---------------------------------
 
 def test_fig2_draws_the_quantizer_it_describes(tmp_path, registry):
+    from fedrepro.artifact import Artifact
     from fedrepro.gcca.compression_illustration import illustrate
-    from fedrepro.notebook import Artifact
 
     p = {"seed": 0, "J": 6, "K": 4, "q": 3, "draws": 4000}
     runs = _write_runs(tmp_path, "compression", {"as-stated": illustrate("compression", p)})
@@ -414,7 +414,7 @@ def test_fig2_draws_the_quantizer_it_describes(tmp_path, registry):
 
 def test_fig2_runner_follows_the_run_contract(tmp_path):
     from fedrepro.gcca.compression_illustration import illustrate, run
-    from fedrepro.pipeline import RunContext
+    from fedrepro.runner import RunContext
 
     p = {"seed": 3, "J": 3, "K": 2, "q": 4, "draws": 50}
     ctx = RunContext(paper="gcca", experiment="compression", configuration="as-stated", scale=SCALE, params=p,

@@ -3,8 +3,9 @@
 import numpy as np
 import torch
 
-from fedrepro.gcca import EngineConfig, dense_views, run_maxvar
 from fedrepro.gcca.deep import DeepConfig, StackedBatchNorm, StackedMLP, run_deep
+from fedrepro.gcca.engine import EngineConfig, run_maxvar
+from fedrepro.gcca.generators import dense_views
 from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.runtime import rng_stream
 
@@ -76,7 +77,7 @@ def test_inner_epochs_are_T_passes_of_J_over_batch_adam_steps():
 
 
 def test_deep_toy_registry_runs_inner_epochs_beside_as_stated_only_at_paper_scale():
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
 
     reg = Registry.load(".")
     assert reg.configurations("gcca", "deep_toy", "quick") == ["as-stated"]

@@ -6,18 +6,12 @@ import scipy.sparse as sp
 from scipy.linalg import subspace_angles
 
 from fedrepro.comm.conventions import gcca_bpv, gcca_cr
-from fedrepro.gcca import (
-    DenseViews,
-    EngineConfig,
-    SparseViews,
-    dense_views,
-    maxvar_objective,
-    polar,
-    run_maxvar,
-    sparse_views,
-)
+from fedrepro.gcca.engine import EngineConfig, run_maxvar
+from fedrepro.gcca.generators import dense_views, sparse_views
 from fedrepro.gcca.mvlsa import mvlsa
+from fedrepro.gcca.objective import maxvar_objective, polar
 from fedrepro.gcca.optimum import optimum
+from fedrepro.gcca.views import DenseViews, SparseViews
 from fedrepro.runtime import rng_stream
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedrepro.gcca import EngineConfig, run_maxvar
+from fedrepro.gcca.engine import EngineConfig, run_maxvar
 from fedrepro.gcca.generators import sparse_views
 from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.gcca.views import WHOLE_ROW_J, _smallest_keys_increasing, _smallest_keys_increasing_rows, sample_rows

@@ -8,8 +8,9 @@ is compared with that G.
 
 import numpy as np
 
-from fedrepro.gcca import dense_views, polar
 from fedrepro.gcca.experiments import random_start, run_experiment
+from fedrepro.gcca.generators import dense_views
+from fedrepro.gcca.objective import polar
 from fedrepro.runtime import rng_stream
 
 # Fig. 3's sizes (J, N, D, K, I) = (500, 25, 20, 5, 3), nu = 0.1: the first objective is J-sensitive only here

@@ -163,8 +163,8 @@ def test_the_switch_turns_every_kernel_off_or_forces_it(monkeypatch):
 
 def test_runs_depend_on_the_kernel_modules_they_load_lazily():
     """kernels.compiled() imports by name; the callers name the modules under TYPE_CHECKING so that the import
-    closure (fedrepro.codedeps), and so Snakemake's reruns, still see them."""
-    from fedrepro.codedeps import closure_relpaths
+    closure (fedrepro.workflow.codedeps), and so Snakemake's reruns, still see them."""
+    from fedrepro.workflow.codedeps import closure_relpaths
 
     for runner in ("fedrepro.gcca.experiments", "fedrepro.decentral.experiments"):
         deps = closure_relpaths(SRC.parent, modules=(runner,))
@@ -176,7 +176,7 @@ def test_every_module_that_asks_for_a_kernel_depends_on_it():
     in its module's import closure, so editing a kernel reruns the jobs that use it."""
     import re
 
-    from fedrepro.codedeps import closure_relpaths
+    from fedrepro.workflow.codedeps import closure_relpaths
 
     sites = {}
     for path in (SRC / "fedrepro").rglob("*.py"):

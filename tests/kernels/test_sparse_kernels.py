@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from fedrepro import kernels
 from fedrepro.comm import TrackedCopy, get_compressor
-from fedrepro.gcca import EngineConfig, run_maxvar
+from fedrepro.gcca.engine import EngineConfig, run_maxvar
 from fedrepro.gcca.generators import sparse_views
 from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.gcca.views import SparseViews, sample_rows

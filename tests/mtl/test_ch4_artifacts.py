@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedrepro.artifact import open_artifact
 from fedrepro.mtl.artifacts import (
     bits_panels,
     differences,
@@ -14,7 +15,6 @@ from fedrepro.mtl.artifacts import (
     savings_table,
     scheme_label,
 )
-from fedrepro.notebook import open_artifact
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMES = ("vanilla", "sign", "topk", "sign_topk")   # the registry's schemes (thesis.yaml fig4_1)

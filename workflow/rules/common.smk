@@ -3,13 +3,13 @@ from functools import lru_cache
 
 from snakemake.exceptions import WorkflowError
 
-from fedrepro.codedeps import closure_relpaths, code_version
-from fedrepro.config import ConfigError, resolve_config
-from fedrepro.data.registry import load_registry
+from fedrepro.workflow.codedeps import closure_relpaths, code_version
+from fedrepro.registry.config import ConfigError, resolve_config
+from fedrepro.registry.datasets import load_registry
 from fedrepro.leaderboard.spec import Board, registered_compressors
-from fedrepro.plan import DEFAULT_MEM_MB
-from fedrepro.plugins import PluginError, import_plugins
-from fedrepro.registry import Registry
+from fedrepro.workflow.plan import DEFAULT_MEM_MB
+from fedrepro.comm.plugins import PluginError, import_plugins
+from fedrepro.registry.papers import Registry
 from fedrepro.scorecard.expressions import validate_claim_expressions
 
 try:
@@ -53,7 +53,7 @@ def _plugin_compressors():
     import sys
     from pathlib import Path
 
-    from fedrepro.comm.registry import COMPRESSORS
+    from fedrepro.comm.catalog import COMPRESSORS
 
     out = {}
     for entry in PLUGIN_FILES:
@@ -236,9 +236,9 @@ def run_inputs(wc):
 
 def run_resource(key, default=None):
     """The registry's value for the run's scale wins; at paper scale runtime and mem_mb otherwise come from the
-    cost plan (fedrepro.plan, docs/cluster.md 'Cost planning'), never below the experiment's registry value.
+    cost plan (fedrepro.workflow.plan, docs/cluster.md 'Cost planning'), never below the experiment's registry value.
     """
-    from fedrepro.plan import run_resource as planned
+    from fedrepro.workflow.plan import run_resource as planned
 
     limit = (config.get("cluster") or {}).get(
         "max_runtime_h", 48
@@ -258,12 +258,12 @@ def run_resource(key, default=None):
 # Scheduling order of a local build (Snakemake starts the ready job of highest priority; its default, by input bytes,
 # left the ADEPT feature net -> Table 3 chain to the end of a smoke build with one core idle): the data jobs first,
 # since every run waits for one; then each run by the measured CPU seconds of the chain of runs it starts
-# (fedrepro.plan.schedule_priority).  Order only: no output depends on it.
+# (fedrepro.workflow.plan.schedule_priority).  Order only: no output depends on it.
 DATA_PRIORITY = 1_000_000
 
 
 def run_priority(wc):
-    from fedrepro.plan import schedule_priority
+    from fedrepro.workflow.plan import schedule_priority
 
     return schedule_priority(
         REGISTRY, wc.paper, wc.experiment, wc.configuration, wc.scale
@@ -386,7 +386,7 @@ def run_code(wc):
 
 def render_code(wc):
     return code(
-        "workflow/scripts/render_notebook.py", REGISTRY.notebook(wc.paper, wc.artifact)
+        "workflow/scripts/render_artifact.py", REGISTRY.notebook(wc.paper, wc.artifact)
     )
 
 

@@ -26,7 +26,7 @@ rule render_table:
         label=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["label"],
         caption=lambda wc: REGISTRY.artifact(wc.paper, wc.artifact)["caption"],
     script:
-        "../scripts/render_notebook.py"
+        "../scripts/render_artifact.py"
 
 
 # A figure: the same job, with the figure's files (its data CSV, PDF and PNG).
@@ -86,12 +86,12 @@ rule render_leaderboard:
     params:
         nb=lambda wc: {"plugins": list(config.get("comm", {}).get("plugins") or [])},
         code=code(
-            "workflow/scripts/render_notebook.py",
+            "workflow/scripts/render_artifact.py",
             "notebooks/leaderboard/leaderboard.py",
             extra=tuple(PLUGIN_FILES),
         ),
     script:
-        "../scripts/render_notebook.py"
+        "../scripts/render_artifact.py"
 
 
 rule scorecard:
@@ -135,8 +135,8 @@ rule scorecard:
     resources:
         machine=1,
     params:
-        code=code(modules=("fedrepro.scorecard.jobs",)),
+        code=code(modules=("fedrepro.scorecard.outputs",)),
     run:
-        from fedrepro.scorecard.jobs import write_scorecard
+        from fedrepro.scorecard.outputs import write_scorecard
 
         write_scorecard(wildcards.scale, input, output, log[0])

@@ -4,8 +4,8 @@ from pathlib import Path
 
 from fedrepro.data.acquire import DataUnavailable, acquire, data_kind, raw_inputs, unavailable_message
 from fedrepro.data.download import HttpPolicy
-from fedrepro.data.registry import load_registry
-from fedrepro.pipeline import rule_run
+from fedrepro.registry.datasets import load_registry
+from fedrepro.workflow.jobs import rule_run
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 with rule_run(sm) as run:

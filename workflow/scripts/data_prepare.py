@@ -5,8 +5,8 @@ from pathlib import Path
 
 from fedrepro.data.download import HttpPolicy
 from fedrepro.data.prepare import prepare
-from fedrepro.data.registry import load_registry
-from fedrepro.pipeline import rule_run
+from fedrepro.registry.datasets import load_registry
+from fedrepro.workflow.jobs import rule_run
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 # inputs: the manifest is checked against its sidecar, so an edited manifest cannot vouch for changed raw files

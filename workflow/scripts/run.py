@@ -1,9 +1,10 @@
 """Run one (experiment, configuration) with the runner the registry names, and write its tidy CSV + sidecars."""
 
+from fedrepro.comm.plugins import import_plugins
 from fedrepro.io import write_csv
-from fedrepro.pipeline import RunContext, RunCost, load_runner, rule_run
-from fedrepro.plugins import import_plugins
+from fedrepro.runner import RunContext, load_runner
 from fedrepro.runtime import limit_threads
+from fedrepro.workflow.jobs import RunCost, rule_run
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 spec = sm.params.spec

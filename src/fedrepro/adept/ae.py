@@ -12,7 +12,7 @@ from fedrepro.adept.fed import ClientData, FedConfig, client_forward, stacked_in
 from fedrepro.metrics.energy import energy_captured
 from fedrepro.models.adept_nets import ConvAE, LinearAE
 
-# What `table1` and `table2` read (adept.yaml), checked when the registry loads; format: fedrepro/paramspec.py.
+# What `table1` and `table2` read (adept.yaml), checked when the registry loads; format: fedrepro/registry/params.py.
 _TRAINING = {
     "m": "int>=1", "seeds": "int>=1",
     "methods": "list[baseline|adept|fedavg|global|local]",
@@ -41,7 +41,7 @@ TABLE2_PARAMETERS = {
                                              # paper; smaller only to keep the smoke scale's pipeline check quick)
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): methods x epochs x clients x data x model.
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): methods x epochs x clients x data x model.
 TABLE1_WORK = {"units": "len(sigma_stars) * seeds * len(methods) * epochs * m * (n_train + n_test) * d * latent",
                "memory": "m * (n_train + n_test) * d"}
 TABLE2_WORK = {"units": "len(latents) * seeds * len(methods) * (epochs + lazy_epochs) * tau * m * data_ratio",
@@ -219,7 +219,7 @@ def table1(ctx):
     """Runner of Table 1 (ADEPT-AE on synthetic data)."""
     import pandas as pd
 
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     torch.manual_seed(ctx.seed)
     rows = run_table1(ctx.params, _rng_for(ctx), device=ctx.device)
@@ -232,7 +232,7 @@ def table2(ctx):
     import pandas as pd
 
     from fedrepro.data.loaders import load_images
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     torch.manual_seed(ctx.seed)
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)

@@ -1,4 +1,4 @@
-"""Every ADEPT artifact (Figures 2-4, Tables 1-3): one function per artifact taking a `fedrepro.notebook.Artifact`.
+"""Every ADEPT artifact (Figures 2-4, Tables 1-3): one function per artifact taking a `fedrepro.artifact.Artifact`.
 
 `<artifact>(art)` writes the artifact's data CSV (what the claims read) and its Markdown table or PDF + PNG, and
 returns the `Markdown` table or the matplotlib Figure.  The `*_data` functions turn the tidy run CSVs into that

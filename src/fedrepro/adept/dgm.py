@@ -17,7 +17,7 @@ from fedrepro.adept.fed import ClientData, FedConfig, client_forward, stacked_in
 from fedrepro.metrics.generative import InputsToDevice, fid_kid, immerkaer_sigma, load_proxy_extractor
 from fedrepro.models.adept_nets import BasicUNet
 
-# What `table3` and `featnet` read (adept.yaml), checked when the registry loads; format: fedrepro/paramspec.py.
+# What `table3` and `featnet` read (adept.yaml), checked when the registry loads; format: fedrepro/registry/params.py.
 TABLE3_PARAMETERS = {
     "m": "int>=1", "seeds": "int>=1",
     "regimes": {"*": "float>0<=1"},         # regime name -> training data ratio
@@ -32,7 +32,7 @@ TABLE3_PARAMETERS = {
 }
 FEATNET_PARAMETERS = {"n_train": "int>=1", "epochs": "int>=1"}
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): trainings x iterations x clients x data x
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): trainings x iterations x clients x data x
 # U-Net width^2, plus the sampler's steps.
 TABLE3_WORK = {"units": "seeds * len(methods) * m * sum(array(widths) ** 2) * "
                         "(epochs * tau * sum(values(regimes)) + n_samples * sampler_steps / 100)",
@@ -193,7 +193,7 @@ def table3(ctx):
     import pandas as pd
 
     from fedrepro.data.loaders import load_images
-    from fedrepro.pipeline import RunResult, verified_side_file
+    from fedrepro.runner import RunResult, verified_side_file
 
     torch.manual_seed(ctx.seed)
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)
@@ -210,7 +210,7 @@ def featnet(ctx):
 
     from fedrepro.data.loaders import load_images
     from fedrepro.io import atomic_path
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     split = load_images(ctx.inputs["data"], scale=True, channels_first=True)
     net, acc = train_featnet(split, ctx.params, ctx.seed)

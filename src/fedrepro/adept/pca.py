@@ -12,7 +12,7 @@ import numpy as np
 
 from fedrepro.adept.stiefel import dist2, haar, polar, proj_tangent, retract
 
-# What `run` reads (adept.yaml fig2), checked when the registry loads; format: fedrepro/paramspec.py.
+# What `run` reads (adept.yaml fig2), checked when the registry loads; format: fedrepro/registry/params.py.
 PARAMETERS = {
     "d": "int>=1", "r": "int>=1", "m": "int>=1", "n": "int>=1",   # dimension, rank, clients, samples per client
     "sigma_eps": "float>=0",
@@ -26,7 +26,7 @@ PARAMETERS = {
     "gd_baselines?": "bool",                # also run the Riemannian-GD local / global baselines
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): iterations x clients x data x model.
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): iterations x clients x data x model.
 WORK = {"units": "len(sigma_stars) * seeds * T * m * d * (n + r) * r * (2 if gd_baselines else 1)",
         "memory": "m * d * (n + r)", "defaults": {"gd_baselines": "False"}}
 
@@ -192,7 +192,7 @@ def run(ctx):
     """Runner of Fig. 2 (personalized PCA on synthetic data)."""
     import pandas as pd
 
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     rows = run_fig2(ctx.params, _rng_for(ctx))
     return RunResult(pd.DataFrame(rows), data={"adept-fig2-synthetic-pca": "real"},

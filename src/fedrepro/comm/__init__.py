@@ -15,12 +15,12 @@ A new compressor subclasses ``Compressor`` and returns an ``Encoding`` from ``_e
 
 from . import conventions
 from .base import Compressed, Compressor, Encoding, realized_delta
+from .catalog import available_compressors, get_compressor, register_compressor
 from .compose import Composed, compose
 from .cvfl_quantizers import A2LatticeQuantizer, DitheredScalarQuantizer, a2_scale
 from .feedback import StaleCopy, TrackedCopy
 from .ledger import DIRECTIONS, BitLedger
 from .quantizers import QSGD, Identity, MaxAbsStochasticQuantizer, ScaledSign
-from .registry import available_compressors, get_compressor, register_compressor
 from .sparsifiers import GradientRankedColumnTopK, RandK, TopK
 
 __all__ = [

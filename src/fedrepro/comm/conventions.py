@@ -208,6 +208,7 @@ THESIS_CONVENTIONS = {
     "P": ThesisConvention("log2", False),
     "F": ThesisConvention("log2", True),
 }
+CH3_CONVENTIONS = ("B32", "B64idx", "Blog")  # the bit counts thesis ch. 3 reports (§3.5)
 THESIS_KINDS = ("identity", "sign", "topk", "sign_topk", "randk", "qsgd", "qsgd_topk")
 
 

@@ -1,6 +1,6 @@
 """Every C-VFL artifact (Tables 2-5, D.1, the cost check; Figures 3, 4, D.1-D.8): one function per artifact.
 
-Each function takes a `fedrepro.notebook.Artifact`, writes its outputs (the data CSV the claims read, and the
+Each function takes a `fedrepro.artifact.Artifact`, writes its outputs (the data CSV the claims read, and the
 Markdown table or the PDF + PNG) and returns the `Markdown` table or the matplotlib Figure.  The numbers an artifact
 needs beyond its runs come from the registry's `parameters:` of the artifact:
 

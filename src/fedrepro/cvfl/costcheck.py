@@ -32,7 +32,7 @@ import pandas as pd
 from fedrepro.comm.conventions import GIB_BITS, MIB_BITS
 from fedrepro.cvfl import simulator, summaries
 
-# What `run` reads (cvfl.yaml cost_formula), checked when the registry loads; format: fedrepro/paramspec.py.
+# What `run` reads (cvfl.yaml cost_formula), checked when the registry loads; format: fedrepro/registry/params.py.
 PARAMETERS = {
     "t_comp_ms?": "float>=0",               # Table 5's compute time per round
     "setups": {"*": {"n_train": "int>=1", "B": "int>=1", "P": "int>=1", "M": "int>=1", "n_out": "int>=1"}},
@@ -49,7 +49,7 @@ PARAMETERS = {
               "speedups": "list[list[float]]"},  # [t_c, Q, value, decimals]
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): formula evaluations only (constant).
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): formula evaluations only (constant).
 WORK = {"units": "1"}
 
 UNIT_BITS = {"MB": MIB_BITS, "GB": GIB_BITS}  # MB = 2^20 bytes, GB = 2^30 bytes (cvfl.md §3.5)
@@ -204,8 +204,8 @@ def cost_check(params: dict, claims: list[dict] | dict) -> pd.DataFrame:
 
 def run(ctx):
     """Runner of the cost check (no data, no training): the paper's printed costs and times from the formula."""
-    from fedrepro.pipeline import RunResult
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
+    from fedrepro.runner import RunResult
 
     # the printed numbers live in the registry's claims (input `registry`, so editing them reruns the check)
     claims = Registry.load(".").claims("cvfl")

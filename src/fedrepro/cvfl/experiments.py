@@ -21,10 +21,11 @@ from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches, quadrant_crop_
 from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages, loader_workers
 from fedrepro.data.loaders import ImageIndex, load_image_index, load_images, load_multiview, load_timeseries
 from fedrepro.data.multiview import feature_blocks, image_quadrants, view_groups
-from fedrepro.methods import methods_of, select
+from fedrepro.leaderboard.candidates import BOARD_KEYS
+from fedrepro.registry.methods import methods_of, select
 
 # What `run` reads (cvfl.yaml, every training experiment), checked when the registry loads; format:
-# fedrepro/paramspec.py.  A run is one (method, b, Q, M, alg, epochs): the methods x `bits` grid, and/or `runs`.
+# fedrepro/registry/params.py.  A run is one (method, b, Q, M, alg, epochs): the methods x `bits` grid, and/or `runs`.
 PARAMETERS = {
     "dataset": "mimic|cifar10|modelnet10|imagenet100",
     "B": "int>=1", "lr": "float>0", "P": "int>=1",
@@ -32,7 +33,7 @@ PARAMETERS = {
     "lr_drop_epoch?": "int>=1|null", "lr_drop?": "float>0|null",
     "n_seeds": "int>=1<=5",                 # the first n of the authors' five seeds
     "party?": "paper|quick",                # the paper's party networks or the small proxies
-    # the compressors compared (fedrepro/methods.py), in order: name -> the embedding compressor, the server-model
+    # the compressors compared (fedrepro/registry/methods.py), in order: name -> the embedding compressor, the server-model
     # compressor (default: the embedding's) and a fixed b (no compression: 32); the run supplies b, range_mode,
     # ratio = b/32 or k where a compressor takes them (fedrepro.cvfl.simulator.knobs).  The algorithm is a run's `alg`.
     "methods": {"*": {"compressor": "partial_compressor", "server?": "partial_compressor", "b?": "int>=1<=32"}},
@@ -52,13 +53,11 @@ PARAMETERS = {
 }
 
 
-# The leaderboard's board run (config/leaderboard.yaml): the parameters of `run` plus the compressors to put through
-# it (the workflow turns "registered" into every registered name but the paper's own), the figure's method whose
-# settings each one takes (`template`), and the budget offered to each compressor's factory (`knobs`).
-BOARD_PARAMETERS = {**PARAMETERS, "board_compressors": "registered|list[str]", "template": "method_name",
-                    "knobs?": {"*": "any"}}
+# The leaderboard's board run (config/leaderboard.yaml): this runner's parameters, the board's keys and the
+# figure method whose settings each compressor takes (`template`).
+BOARD_PARAMETERS = {**PARAMETERS, **BOARD_KEYS, "template": "method_name"}
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): seeds x grid x epochs x samples x Q local
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): seeds x grid x epochs x samples x Q local
 # steps x M parties (x MIMIC's hours: the LSTM steps through them); the party network (and its proxy's size) decides
 # the cost of one unit.
 WORK = {"units": "n_seeds * n_used * M * (timesteps if dataset == 'mimic' else 1) * "
@@ -292,7 +291,7 @@ def run_experiment(params: dict, data_path: str, *, device: str = "cpu", log=pri
 
 def run(ctx, data_cache: dict | None = None):
     """Runner of every C-VFL training experiment: the whole grid (compressors x b x Q x M x seeds) of a configuration."""
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     params = {**ctx.params, "workers": loader_workers(ctx.params.get("workers", 0), ctx.threads)}
     rows, facts = run_experiment(params, ctx.inputs["data"], device=ctx.device, log=ctx.log.info,
@@ -312,7 +311,7 @@ def board(ctx):
     from dataclasses import replace
 
     from fedrepro.leaderboard.candidates import run_each
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     p = ctx.params
     template = {k: v for k, v in (p["methods"][p["template"]] or {}).items() if k != "compressor"}

@@ -26,7 +26,7 @@ from torch.nn import functional as F
 from fedrepro.comm import BitLedger, Identity, StaleCopy
 from fedrepro.comm.conventions import cvfl_epoch_bits, cvfl_round_bits_text, cvfl_topk_k
 from fedrepro.cvfl.sources import BatchSource, TensorBatches
-from fedrepro.methods import build_compressor
+from fedrepro.registry.methods import build_compressor
 
 EVAL_CHUNK = 1000                       # samples per evaluation forward pass of in-memory data
 
@@ -73,7 +73,7 @@ class RunResult:
 
 
 def knobs(cfg: CvflConfig, P: int) -> dict:
-    """What a run offers its compressors (fedrepro.methods.build_compressor), where a factory takes the parameter and
+    """What a run offers its compressors (fedrepro.registry.methods.build_compressor), where a factory takes the parameter and
     the method's spec leaves it out, in this order: the bits per entry `b` and the quantizers' `range_mode` (§3.4.1-2),
     a sparsifier's `ratio` = b/32 (the server-model top-k, §3.4.4) or else `k` = the columns the authors' code keeps
     at b bits (§3.4.3, `cvfl_topk_k`).  Compressors from elsewhere get the same budget in their own terms: `q` = b

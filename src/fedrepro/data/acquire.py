@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from fedrepro.data.download import HttpPolicy
-from fedrepro.data.registry import Dataset
 from fedrepro.data.sources import FETCHERS, FetchContext
 from fedrepro.data.verify import (
     PINS_FILE,
@@ -29,6 +28,8 @@ from fedrepro.data.verify import (
     read_pins,
     write_pins,
 )
+from fedrepro.registry.datasets import Dataset
+from fedrepro.runtime import process_alive
 
 log = logging.getLogger("fedrepro.data")
 
@@ -53,13 +54,6 @@ def fetch_workdir(folder: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=tag, dir=folder))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     return True
 
 
@@ -77,7 +71,7 @@ def clean_interrupted_fetches(folder: Path) -> list[Path]:
         parts = work.name[len(FETCH_PREFIX):].split("-")
         if len(parts) >= 3 and parts[1].isdigit():
             same_host = parts[0] == host
-            stale = (not _alive(int(parts[1]))) if same_host else \
+            stale = (not process_alive(int(parts[1]))) if same_host else \
                 time.time() - work.stat().st_mtime > _STALE_FOREIGN_S
         else:
             stale = True
@@ -298,7 +292,7 @@ def _acquire_local(ds: Dataset, dest: Path, credentials: dict) -> dict:
 
 def credential_message(ds: Dataset, folder: Path | None, absent=None, *, scale: str | None = None,
                        root: str | Path = ".") -> str:
-    from fedrepro.config import setting_advice
+    from fedrepro.registry.config import setting_advice
 
     cred = ds.credential
     key = f"data.credentials.{cred['key']}"
@@ -315,7 +309,7 @@ def unavailable_message(ds: Dataset, manifest: dict, *, scale: str | None = None
 
     The advice works at `scale` (the command line beats config/scales/paper.yaml, which sets on_missing: error;
     config/config.yaml does not)."""
-    from fedrepro.config import setting_advice
+    from fedrepro.registry.config import setting_advice
 
     lines = [f"dataset {ds.name!r} ({ds.entry['title']}) is not available and data.on_missing is 'error'."]
     for a in manifest.get("attempts", []):

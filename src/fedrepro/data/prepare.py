@@ -17,7 +17,7 @@ from fedrepro.data import standins
 from fedrepro.data.acquire import DataUnavailable, unavailable_message
 from fedrepro.data.download import HttpPolicy
 from fedrepro.data.formats import save_npz
-from fedrepro.data.registry import Dataset
+from fedrepro.registry.datasets import Dataset
 
 log = logging.getLogger("fedrepro.data")
 

@@ -6,24 +6,7 @@ CHOCO-SGD (H = 1, c = 0) and vanilla decentralized SGD (identity compressor, γ 
 stacked parameter matrix X of shape (n, d); the gradient oracle is batched over nodes.
 
 Modules: topology (graphs, mixing matrices, spectral gap), schedules (learning rate, trigger threshold),
-trigger, engine, linkmodel (100 Kbps airtime / wall clock), conventions (bit counts), experiments (the
+trigger, engine, linkmodel (100 Kbps airtime / wall clock), experiments (the
 Fig. 3.1-3.4 runs), figures (the figures' data: curves, bits/rounds/time to target, savings) and artifacts
 (one function per thesis figure: draws it and writes its outputs).
 """
-
-import importlib
-
-# Exported lazily: the engine imports torch, which the figure notebooks do not need.
-_EXPORTS = {"DecentralEngine": "engine", "EngineConfig": "engine", "algorithm_config": "engine",
-            **{name: "topology" for name in ("Topology", "complete", "erdos_renyi", "make_topology", "ring",
-                                             "spectral_gap", "torus")}}
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"fedrepro.decentral.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'fedrepro.decentral' has no attribute {name!r}")
-
-
-__all__ = ["DecentralEngine", "EngineConfig", "algorithm_config", "Topology", "complete", "erdos_renyi",
-           "make_topology", "ring", "spectral_gap", "torus"]

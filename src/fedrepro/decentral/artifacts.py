@@ -1,6 +1,6 @@
 """Thesis ch. 3 artifacts: Figs. 3.1-3.4 and the event-trigger threshold sweep, one function each.
 
-Each function takes the notebook's `fedrepro.notebook.Artifact`, computes the figure's data with
+Each function takes the notebook's `fedrepro.artifact.Artifact`, computes the figure's data with
 `fedrepro.decentral.figures` (what the claims read), writes the artifact's CSV, PDF and PNG and returns the
 figure.  `to_target_table` / `sweep_table` give the numbers behind it as Markdown (read from the CSV just
 written), `describe_run` the sizes the runs used and `differences` what differs from the paper and why.
@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.decentral.figures import figure_data, trigger_sweep_data
-from fedrepro.methods import compressor_spec
 from fedrepro.plotting import apply_style, color, label, markdown_table
+from fedrepro.registry.methods import compressor_spec
 
 # (x column, y column, log x, panel title) per figure; Fig. 3.3 has its own layout (`fig3_3`).
 PANELS = {

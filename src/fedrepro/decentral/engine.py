@@ -52,7 +52,7 @@ class EngineConfig:
         return asdict(self)
 
 
-# The engine's algorithms (a registry method's `algorithm:`); the compressor is data (fedrepro/methods.py).
+# The engine's algorithms (a registry method's `algorithm:`); the compressor is data (fedrepro/registry/methods.py).
 ALGORITHMS = {
     "squarm": "SQuARM-SGD: H local steps, event-triggered at sync rounds (threshold c_t)",
     "choco": "CHOCO-SGD: H = 1, no trigger",
@@ -65,7 +65,7 @@ def algorithm_config(algorithm: str, compressor=None, *, gamma: float, H: int | 
     """EngineConfig of one of the ALGORITHMS (all special cases of Algorithm 1) with a compressor spec (a
     fedrepro.comm name or {name, parameters}; a sparsifier's `ratio` gives each tensor segment its own k, A-14).
     `H` is SQuARM's; CHOCO and DSGD sync every step."""
-    from fedrepro.methods import compressor_spec
+    from fedrepro.registry.methods import compressor_spec
 
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")

@@ -16,16 +16,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fedrepro.comm.conventions import thesis_bits_per_step
-from fedrepro.decentral.conventions import CONVENTIONS
+from fedrepro.comm.conventions import CH3_CONVENTIONS, thesis_bits_per_step
 from fedrepro.decentral.engine import ALGORITHMS, DecentralEngine, algorithm_config
 from fedrepro.decentral.schedules import make_lr, make_threshold
 from fedrepro.decentral.topology import make_topology
-from fedrepro.methods import Method, methods_of
+from fedrepro.leaderboard.candidates import BOARD_KEYS
+from fedrepro.registry.methods import Method, methods_of
 from fedrepro.runtime import compute_clock, rng_stream
 
 # What `run` reads (thesis.yaml fig3_1 ... fig3_4_trigger), checked when the registry loads; format:
-# fedrepro/paramspec.py.  The T iterations: `T`, or `epochs` x `iters_per_epoch` (derived from the data if absent).
+# fedrepro/registry/params.py.  The T iterations: `T`, or `epochs` x `iters_per_epoch` (derived from the data if absent).
 PARAMETERS = {
     "dataset": "str",                       # imagenet: streamed image folder (Fig. 3.1); else in memory
     "model": "logreg|resnet20|resnet50",
@@ -50,7 +50,7 @@ PARAMETERS = {
     "trigger_calibrate?": "bool",           # A-22: rescale the schedule from one epoch's drift
     "trigger_scale?": "float>=0",
     "trigger_scales?": "list[float>=0]",    # one SQuARM run per threshold scale (the sweep)
-    # the methods, in order (fedrepro/methods.py): an algorithm of fedrepro.decentral.engine.ALGORITHMS, any
+    # the methods, in order (fedrepro/registry/methods.py): an algorithm of fedrepro.decentral.engine.ALGORITHMS, any
     # fedrepro.comm compressor (a sparsifier's `ratio`: that fraction of each tensor, A-14), the consensus step size
     # gamma (used where it is not tuned; dsgd: 1) and SQuARM's local steps H (default: the top-level H)
     "methods": {"*": {"algorithm": "squarm|choco|dsgd", "compressor?": "compressor", "gamma?": "float>0",
@@ -66,13 +66,11 @@ PARAMETERS = {
 }
 
 
-# The leaderboard's board run (config/leaderboard.yaml): the parameters of `run` plus the compressors to put through
-# it (the workflow turns "registered" into every registered name but the paper's own), the figure's method whose
-# settings each one takes (`template`), and the budget offered to each compressor's factory (`knobs`).
-BOARD_PARAMETERS = {**PARAMETERS, "board_compressors": "registered|list[str]", "template": "method_name",
-                    "knobs?": {"*": "any"}}
+# The leaderboard's board run (config/leaderboard.yaml): this runner's parameters, the board's keys and the
+# figure method whose settings each compressor takes (`template`).
+BOARD_PARAMETERS = {**PARAMETERS, **BOARD_KEYS, "template": "method_name"}
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): samples processed x the model's cost per
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): samples processed x the model's cost per
 # sample (ResNet-20 proxies: width^2 x blocks x pixels / 1024; logistic regression: 1).  Samples: every run a method
 # makes (seeds, trigger scales or references, the gamma grid when every gamma runs, tune_frac of a run per grid value
 # when gamma is tuned) x iterations x nodes x batch, plus the evaluations (train_eval + test samples every eval_every
@@ -130,8 +128,7 @@ def node_shards(labels: np.ndarray, n: int, partition: str, rng: np.random.Gener
       "two_classes"  the label-sorted data cut into 2n shards, node i holding shards i and i + n: two classes per
                      node, five classes apart (e.g. 0 and 5 on MNIST's 60 nodes); ring neighbours stay alike;
       "iid"          random equal shards (A-40)."""
-    from fedrepro.data import node_split
-    from fedrepro.data.partition import sorted_shards
+    from fedrepro.data.partition import node_split, sorted_shards
 
     if partition == "two_classes":
         halves = sorted_shards(labels, 2 * n)
@@ -276,8 +273,8 @@ class ImageFolderTask:
     def __init__(self, module, index, n: int, partition: str, batch: int, seed: int, image_size: int = 224,
                  train_eval: int | None = 50000, test_eval: int | None = None, augment: bool = True,
                  workers: int = 0, eval_batch: int = 250, device: str = "cpu"):
-        from fedrepro.data import node_split
         from fedrepro.data.imagefolder import TRAIN, VAL, ImageFiles, ImageTransform, node_batches
+        from fedrepro.data.partition import node_split
         from fedrepro.models.stacked import StackedModel
 
         self.device = torch.device(device)
@@ -397,7 +394,7 @@ def run_method(params: dict, method: Method, task, seed: int, gamma: float, log=
     wall = time.perf_counter() - t0
     frame = pd.DataFrame(recs)
     # re-price the ledger under the other conventions (spec §3.5)
-    for conv in CONVENTIONS[1:]:
+    for conv in CH3_CONVENTIONS[1:]:
         if eng.ledger is not None and eng.ledger.steps("p2p").size:
             steps, bits = thesis_bits_per_step(eng.ledger, conv, "p2p")
             cum = np.cumsum(bits.sum(axis=1))
@@ -490,7 +487,7 @@ def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, di
 
 def make_task_factory(params: dict, data_path: str, device: str = "cpu"):
     """(make_task(seed), data status, facts) for the configuration's dataset and model."""
-    from fedrepro.data import load_images
+    from fedrepro.data.loaders import load_images
 
     ds, model = params["dataset"], params["model"]
     if ds == "imagenet":
@@ -518,7 +515,7 @@ def make_task_factory(params: dict, data_path: str, device: str = "cpu"):
 
 def _image_folder_factory(params: dict, data_path: str, device: str):
     """Fig. 3.1: ResNet-50 (paper) or a CIFAR-style ResNet proxy (smoke) on a streamed image folder."""
-    from fedrepro.data import load_image_index
+    from fedrepro.data.loaders import load_image_index
 
     index = load_image_index(data_path)
     n_classes = len(index.classes)
@@ -588,7 +585,7 @@ def _task_factory(ctx):
 
 def _run_on(ctx, factory):
     """`run` on an already loaded dataset (`make_task_factory`'s triple): the board runs load it once."""
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     make_task, status, info = factory
     params = prepare_params(ctx.params, info)
@@ -609,7 +606,7 @@ def board(ctx):
     from dataclasses import replace
 
     from fedrepro.leaderboard.candidates import run_each
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     p = ctx.params
     template = {k: v for k, v in (p["methods"][p["template"]] or {}).items() if k != "compressor"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fedrepro.decentral.conventions import CONVENTIONS
+from fedrepro.comm.conventions import CH3_CONVENTIONS
 from fedrepro.decentral.linkmodel import RATE_100KBPS, TAU_OH, airtime, wall_clock
 from fedrepro.plotting import label
 
@@ -68,7 +68,7 @@ def summary(cur: pd.DataFrame, *, metric: str, target: float, higher: bool, n_no
                  "trigger_rate": float(last["trigger_rate"]), "final_bits_B32": float(last["bits_B32"]),
                  "paper_savings": float(paper.get(m, np.nan)) if paper else np.nan, "tau_comp": per_node_compute,
                  "tau_comp_calibrated": tau_cal}
-            for key in ["step", "rounds", "airtime_s", "wall_s"] + [f"bits_{k}" for k in CONVENTIONS]:
+            for key in ["step", "rounds", "airtime_s", "wall_s"] + [f"bits_{k}" for k in CH3_CONVENTIONS]:
                 col = key if key != "step" else "step"
                 r[f"{key}_to_target"] = float(h[col]) if h is not None else np.nan
             if h is not None and np.isfinite(tau_cal):
@@ -82,14 +82,14 @@ def summary(cur: pd.DataFrame, *, metric: str, target: float, higher: bool, n_no
     for conf, idx in out.groupby("configuration").groups.items():
         sub = out.loc[idx]
         sqr = sub[sub.method == "squarm"]
-        for key in [f"bits_{k}" for k in CONVENTIONS] + ["airtime_s", "wall_s", "wall_cal_s", "rounds", "step"]:
+        for key in [f"bits_{k}" for k in CH3_CONVENTIONS] + ["airtime_s", "wall_s", "wall_cal_s", "rounds", "step"]:
             base = float(sqr[f"{key}_to_target"].iloc[0]) if len(sqr) else np.nan
             out.loc[idx, f"savings_{key}"] = sub[f"{key}_to_target"] / base
         van = sub[sub.method == "vanilla"]
         out.loc[idx, "rounds_to_target_vanilla"] = float(van["rounds_to_target"].iloc[0]) if len(van) else np.nan
         out.loc[idx, "final_train_loss_vanilla"] = float(van["final_train_loss"].iloc[0]) if len(van) else np.nan
         out.loc[idx, "final_bits_squarm"] = float(sqr["final_bits_B32"].iloc[0]) if len(sqr) else np.nan
-    ratios = out[[f"savings_bits_{k}" for k in CONVENTIONS]].div(out["paper_savings"], axis=0)
+    ratios = out[[f"savings_bits_{k}" for k in CH3_CONVENTIONS]].div(out["paper_savings"], axis=0)
     # closest convention's factor to the paper's value (spec §8: within x3 under at least one convention)
     out["best_factor"] = np.exp(np.abs(np.log(ratios.astype(float))).min(axis=1, skipna=True))
     out["savings_B32"] = out["savings_bits_B32"]
@@ -155,7 +155,7 @@ def trigger_sweep_data(runs: pd.DataFrame, *, metric: str = "test_error", target
                  "best_" + metric: float(c[metric].max() if higher else c[metric].min()),
                  "final_train_loss": float(last["train_loss"]), "final_consensus_dist": float(last["consensus_dist"]),
                  "n_seeds": int(last["n_seeds"])}
-            for key in ["step", "rounds"] + [f"bits_{k}" for k in CONVENTIONS]:
+            for key in ["step", "rounds"] + [f"bits_{k}" for k in CH3_CONVENTIONS]:
                 r[f"{key}_to_target"] = float(h[key]) if h is not None else np.nan
             rows.append(r)
     summ = pd.DataFrame(rows)

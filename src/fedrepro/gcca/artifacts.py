@@ -1,6 +1,6 @@
 """Every gcca artifact (Figs. 2-13, Table I) drawn from the run CSVs: one function per artifact.
 
-Each function takes the notebook's `fedrepro.notebook.Artifact`, writes `art.outputs` (the data CSV, then the
+Each function takes the notebook's `fedrepro.artifact.Artifact`, writes `art.outputs` (the data CSV, then the
 figure or the Markdown table) and returns the matplotlib Figure or an `IPython.display.Markdown`.  The numbers
 come from `summaries` (Figs. 3-8, Table I) and `data_summaries` (Figs. 9-13), computed per configuration so the
 claims can judge each one; the figure shows `art.shown`.  Per-artifact numbers (levels, targets) come from the
@@ -490,14 +490,24 @@ def fig9(art):
 
 # ---- Figs. 10-11 (deep toy) ---------------------------------------------------------------------------------------
 
+def _embedding(art, summarize) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Figs. 10 and 12: the summary table and its 2-D points to scatter (style applied)."""
+    _, data = _summarize(art, summarize)
+    apply_style()
+    return data, data[data.kind == "points"]
+
+
+def _deep_panels(raw_title: str, cute_suffix: str = "") -> list[tuple[str, str]]:
+    """Figs. 10 and 12's columns: the raw view, AltMaxVar-Deep and CuteMaxVar-Deep (method, title)."""
+    return [("raw", raw_title), ("altmaxvar", f"{label('altmaxvar')}-Deep"),
+            ("cutemaxvar", f"{label('cutemaxvar')}-Deep{cute_suffix}")]
+
+
 def fig10(art):
     """Raw test views and the views transformed by each method (columns), G at the bottom, clustering accuracy."""
-    _, data = _summarize(art, data_summaries.fig10)
-    apply_style()
-    pts = data[data.kind == "points"]
+    data, pts = _embedding(art, data_summaries.fig10)
     acc = data[data.kind == "cluster"].set_index(["method", "view"])["cluster_acc"]
-    cols = [("raw", "raw view"), ("altmaxvar", f"{label('altmaxvar')}-Deep"),
-            ("cutemaxvar", f"{label('cutemaxvar')}-Deep")]
+    cols = _deep_panels("raw view")
     fig, axes = plt.subplots(4, 3, figsize=(10, 12))
     for j, (method, title) in enumerate(cols):
         for i, view in enumerate(["1", "2", "3", "G"]):
@@ -552,15 +562,12 @@ def fig11(art):
 
 def fig12(art):
     """t-SNE of the test diagnoses: raw X_1, AltMaxVar-Deep G, CuteMaxVar-Deep G, with RBF-SVM accuracy."""
-    _, data = _summarize(art, data_summaries.fig12)
-    apply_style()
-    pts = data[data.kind == "points"]
+    data, pts = _embedding(art, data_summaries.fig12)
     acc = data[data.kind == "svm"].set_index("method")["svm_acc"]
     info = data[data.kind == "info"].iloc[0]
     q = int(art.runs.loc[art.runs.method == "cutemaxvar", "q"].iloc[0])
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
-    panels = [("raw", "raw view X_1"), ("altmaxvar", f"{label('altmaxvar')}-Deep"),
-              ("cutemaxvar", f"{label('cutemaxvar')}-Deep (q = {q})")]
+    panels = _deep_panels("raw view X_1", f" (q = {q})")
     for ax, (method, title) in zip(axes, panels):
         p = pts[pts.method == method]
         ax.scatter(p.x, p.y, c=p.label, cmap="tab10", vmin=0, vmax=9, s=8)

@@ -18,20 +18,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-# What `run` reads (gcca.yaml fig2), checked when the registry loads; format: fedrepro/paramspec.py.
+# What `run` reads (gcca.yaml fig2), checked when the registry loads; format: fedrepro/registry/params.py.
 PARAMETERS = {
     "J": "int>=1", "K": "int>=1",           # the shape of Δ
     "q": "int>=2",                          # CuteMaxVar bits per entry
     "draws": "int>=1",                      # compressions of the same Δ
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): draws x entries.
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): draws x entries.
 WORK = {"units": "draws * J * K"}
 
 
 def run(ctx):
     """Runner (registry `runner:`) of the Fig. 2 experiment: one configuration's rows."""
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     rows = illustrate(ctx.experiment, ctx.params)
     return RunResult(rows, seeds=[ctx.seed], data={"gcca-compression-synthetic": "real"},

@@ -31,9 +31,10 @@ import torch
 
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
 from fedrepro.comm.conventions import gcca_bpv_from_ledger
+from fedrepro.gcca.links import CuteMaxVarLinks
 from fedrepro.gcca.objective import maxvar_objective, polar
 from fedrepro.gcca.views import sample_rows
-from fedrepro.methods import build_compressor, compressor_spec
+from fedrepro.registry.methods import build_compressor
 
 
 class StackedLinear(torch.nn.Module):
@@ -98,7 +99,7 @@ class StackedMLP(torch.nn.Module):
 
 
 @dataclass(frozen=True)
-class DeepConfig:
+class DeepConfig(CuteMaxVarLinks):
     K: int
     R: int
     hidden: tuple[int, ...] = (128, 64)
@@ -114,18 +115,6 @@ class DeepConfig:
     bias: bool = True
     batch_norm: bool = True
     dtype: str = "float32"
-
-    def compressor_spec(self):
-        """The compressor of both links: `compressor` if given, else CuteMaxVar(q), or the identity (AltMaxVar)."""
-        if self.compressor is not None:
-            return self.compressor
-        return "identity" if self.q is None else {"name": "cutemaxvar", "q": self.q}
-
-    @property
-    def method(self) -> str:
-        """altmaxvar (identity), cutemaxvar, or the name of the compressor that replaces CuteMaxVar's."""
-        name = compressor_spec(self.compressor_spec())[0]
-        return "altmaxvar" if name == "identity" else name
 
 
 @dataclass

@@ -21,7 +21,7 @@ import torch
 from fedrepro.gcca.deep import DeepConfig, run_deep, test_representation
 from fedrepro.runtime import rng_stream
 
-# What `deep_toy` and `ehr` read (gcca.yaml), checked when the registry loads; format: fedrepro/paramspec.py.
+# What `deep_toy` and `ehr` read (gcca.yaml), checked when the registry loads; format: fedrepro/registry/params.py.
 _DEEP = {
     "K": "int>=1", "hidden": "list[int>=1]", "T": "int>=1", "batch": "int>=1", "lr": "float>0",
     "q": "int>=2",                          # CuteMaxVar bits per entry (AltMaxVar runs beside it)
@@ -38,7 +38,7 @@ EHR_PARAMETERS = {
     "tsne_seed?": "int>=0",
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): trials x rounds x inner steps x batch x the
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): trials x rounds x inner steps x batch x the
 # networks' width.
 DEEP_TOY_WORK = {"units": "trials * R * T * batch * sum(hidden)", "memory": "J * sum(hidden)"}
 EHR_WORK = {"units": "trials * R * T * batch * sum(hidden)"}
@@ -70,7 +70,7 @@ def toy_views(rng: np.random.Generator, n: int, shuffle: bool = True) -> tuple[n
 def ehr_split(views: np.ndarray, labels: np.ndarray, rng: np.random.Generator, n_test: int = 200,
               per_view: bool = True):
     """Step 6 of spec §6.5 (A-33): within-group shuffle per view, one global permutation, last n_test rows test."""
-    from fedrepro.data import holdout, within_group_shuffle
+    from fedrepro.data.multiview import holdout, within_group_shuffle
 
     X, y = within_group_shuffle(np.asarray(views, dtype=np.float64), np.asarray(labels), rng, per_view=per_view)
     tr, te = holdout(len(y), n_test)
@@ -225,7 +225,7 @@ def _torch_facts(ctx) -> dict:
 
 def deep_toy(ctx):
     """Runner of Figs. 10-11: the deep engine on the generated 2-D toy views."""
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     torch.set_num_threads(max(1, int(ctx.threads)))
     rows = run_deep_toy(ctx.experiment, ctx.params, device=ctx.device,
@@ -236,7 +236,7 @@ def deep_toy(ctx):
 def ehr(ctx):
     """Runner of Figs. 12-13: the deep engine on the DE-SynPUF co-occurrence views (input `data`)."""
     from fedrepro.data.loaders import load_cooccurrence_views
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     torch.set_num_threads(max(1, int(ctx.threads)))
     ev = load_cooccurrence_views(ctx.inputs["data"])

@@ -25,16 +25,17 @@ import numpy as np
 
 from fedrepro.comm import BitLedger, TrackedCopy, get_compressor
 from fedrepro.comm.conventions import gcca_bpv_from_ledger
+from fedrepro.gcca.links import CuteMaxVarLinks
 from fedrepro.gcca.objective import maxvar_objective, polar
 from fedrepro.gcca.views import _Views, sample_rows
-from fedrepro.methods import build_compressor, compressor_spec
+from fedrepro.registry.methods import build_compressor
 from fedrepro.runtime import compute_clock
 
 _timer = compute_clock()  # CPU time: the timing columns must not change with the machine's load (runtime.compute_clock)
 
 
 @dataclass(frozen=True)
-class EngineConfig:
+class EngineConfig(CuteMaxVarLinks):
     K: int
     R: int
     T: int = 10
@@ -44,18 +45,6 @@ class EngineConfig:
     prox_weight: float = 0.0  # 1/alpha_G of the proximal G-step (eq. 15); 0 = the authors' code (A-1)
     center: bool = False  # apply C_J in the G-step (deep only, A-2)
     record: tuple[int, ...] | None = None  # steps at which f is evaluated (None: every step 0..R)
-
-    def compressor_spec(self):
-        """The compressor of both links: `compressor` if given, else CuteMaxVar(q), or the identity (AltMaxVar)."""
-        if self.compressor is not None:
-            return self.compressor
-        return "identity" if self.q is None else {"name": "cutemaxvar", "q": self.q}
-
-    @property
-    def method(self) -> str:
-        """altmaxvar (identity), cutemaxvar, or the name of the compressor that replaces CuteMaxVar's."""
-        name = compressor_spec(self.compressor_spec())[0]
-        return "altmaxvar" if name == "identity" else name
 
 
 @dataclass

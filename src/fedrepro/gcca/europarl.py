@@ -22,7 +22,7 @@ from fedrepro.runtime import compute_clock
 
 _timer = compute_clock()   # CPU time: the timing rows must not change with the machine's load
 
-# What `run` reads (gcca.yaml europarl), checked when the registry loads; format: fedrepro/paramspec.py.
+# What `run` reads (gcca.yaml europarl), checked when the registry loads; format: fedrepro/registry/params.py.
 PARAMETERS = {
     "languages": "list[str]",               # one view per language
     "n_train": "int>=1", "n_test": "int>=1", "n_features": "int>=1",
@@ -33,7 +33,7 @@ PARAMETERS = {
     "ac_every": "int>=1", "ac_test?": "int>=1",   # alignment accuracy: every so many iterations, on this many rows
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): iterations (the v* run's too) x inner steps
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): iterations (the v* run's too) x inner steps
 # x batch x views x K_tilde.
 WORK = {"units": "len(languages) * (R + R_vstar) * T * batch * K_tilde", "memory": "len(languages) * n_train"}
 
@@ -203,7 +203,7 @@ def run_europarl(experiment: str, p: dict, texts: dict, split: np.ndarray, progr
 def run(ctx):
     """Runner of Fig. 9: the linear engine on hashed Europarl views (input `data`: the prepared corpus)."""
     from fedrepro.data.loaders import load_parallel_text
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     pt = load_parallel_text(ctx.inputs["data"])
     rows = run_europarl(ctx.experiment, ctx.params, pt.texts, pt.split,

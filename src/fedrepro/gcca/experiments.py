@@ -25,10 +25,11 @@ from fedrepro.gcca.engine import EngineConfig, run_maxvar
 from fedrepro.gcca.generators import dense_views, sparse_views
 from fedrepro.gcca.mvlsa import mvlsa
 from fedrepro.gcca.optimum import optimum
-from fedrepro.methods import compressor_spec
+from fedrepro.leaderboard.candidates import BOARD_KEYS
+from fedrepro.registry.methods import compressor_spec
 from fedrepro.runtime import rng_stream
 
-# What `run` reads (gcca.yaml fig3-fig8), checked when the registry loads; format: fedrepro/paramspec.py.
+# What `run` reads (gcca.yaml fig3-fig8), checked when the registry loads; format: fedrepro/registry/params.py.
 PARAMETERS = {
     "J": "int>=1", "N": "int>=1", "D": "int>=1", "K": "int>=1", "K_tilde": "int>=1",
     "I": "int>=2",                          # views (nodes)
@@ -47,13 +48,11 @@ PARAMETERS = {
 }
 
 
-# The leaderboard's board run (config/leaderboard.yaml): the parameters of `run` plus the compressors to put through
-# it (the workflow turns "registered" into every registered name but the paper's own), the figure's variant whose
-# settings each one takes (`template`), and the budget offered to each compressor's factory (`knobs`).
-BOARD_PARAMETERS = {**PARAMETERS, "board_compressors": "registered|list[str]", "template": "str",
-                    "knobs?": {"*": "any"}}
+# The leaderboard's board run (config/leaderboard.yaml): this runner's parameters, the board's keys and the
+# figure method whose settings each compressor takes (`template`).
+BOARD_PARAMETERS = {**PARAMETERS, **BOARD_KEYS, "template": "str"}
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): trials x iterations x variants x inner steps x
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): trials x iterations x variants x inner steps x
 # the views' size (J x N x K, per view; Fig. 7 sums over its view counts).
 WORK = {"units": "trials * R * len(variants) * T * J * N * K * sum(I_values if I_values else [I])",
         "memory": "J * N * max(I_values if I_values else [I])",
@@ -163,7 +162,7 @@ def iterations_to_level(curve: np.ndarray, steps: np.ndarray, level: float) -> f
 
 def run(ctx):
     """Runner (registry `runner:`) of Figs. 3-8 and Table I: every trial and variant of one configuration."""
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     p = ctx.params
     rows = run_experiment(ctx.experiment, p, progress=lambda jobs: ctx.progress(jobs, desc="trials"))
@@ -179,7 +178,7 @@ def board(ctx):
     from dataclasses import replace
 
     from fedrepro.leaderboard.candidates import run_each
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     p = ctx.params
     template = _variant(p["variants"], p["template"])

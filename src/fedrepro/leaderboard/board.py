@@ -214,11 +214,11 @@ def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
 
 def leaderboard(root, scale: str, outputs: dict, plugins=None):
     """The notebook's one call: import the plugins, build, write the CSV, the Markdown and the figure."""
+    from fedrepro.artifact import uses_stand_in
+    from fedrepro.comm.plugins import import_plugins
     from fedrepro.io import write_csv, write_text
-    from fedrepro.notebook import uses_stand_in
     from fedrepro.plotting.style import save_figure
-    from fedrepro.plugins import import_plugins
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
 
     import_plugins(plugins, root=Path(root))
     registry = Registry.load(root, check=False)

@@ -14,7 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from fedrepro.methods import ALTERNATIVES
+from fedrepro.registry.methods import ALTERNATIVES
+
+# What a board runner reads beside its paper runner's PARAMETERS (fedrepro.registry.params follows this import):
+# which compressors to run and the knobs that fill the parameters a setting does not give.
+BOARD_KEYS = {"board_compressors": "registered|list[str]", "knobs?": {"*": "any"}}
 
 
 def spec_with_knobs(name: str, knobs: Mapping[str, Any] | None) -> dict:
@@ -22,7 +26,7 @@ def spec_with_knobs(name: str, knobs: Mapping[str, Any] | None) -> dict:
 
     The knobs are the setting's budget (`k`, `ratio`, `q`, `b`, `s`, ...): a compressor takes those its factory
     names; of two alternatives (`k`, `ratio`) the first listed wins."""
-    from fedrepro.comm.registry import compressor_parameters, get_compressor
+    from fedrepro.comm.catalog import compressor_parameters, get_compressor
 
     accepted = compressor_parameters(name)
     params: dict[str, Any] = {}

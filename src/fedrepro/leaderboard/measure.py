@@ -33,7 +33,7 @@ def test_vectors(d: int, n: int, seed: int) -> np.ndarray:
 def measure(name: str, *, d: int = 100, draws: int = 400, vectors: int = 4, seed: int = 0,
             knobs: dict | None = None) -> dict:
     """{compressor, params, unbiased, delta, error, delta_scaled, bias, bits_per_entry, delta_library, note}."""
-    from fedrepro.comm.registry import get_compressor
+    from fedrepro.comm.catalog import get_compressor
 
     try:
         spec = spec_with_knobs(name, knobs)

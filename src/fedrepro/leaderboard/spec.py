@@ -9,7 +9,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedrepro.config import ConfigError, load_yaml
+from fedrepro.registry.config import ConfigError, load_yaml
 
 FILE = "config/leaderboard.yaml"
 SETTINGS = ("gcca", "cvfl", "ch3", "ch4")   # each has its function in fedrepro.leaderboard.metrics
@@ -118,7 +118,7 @@ def compressor_order(board: Board, registered: list[str]) -> list[str]:
 
 def registered_compressors() -> list[str]:
     """Every registered compressor in registration order (built-ins, then plugins), then entry-point names."""
-    from fedrepro.comm.registry import COMPRESSORS, available_compressors
+    from fedrepro.comm.catalog import COMPRESSORS, available_compressors
 
     names = list(COMPRESSORS)
     return names + [n for n in available_compressors() if n not in names]

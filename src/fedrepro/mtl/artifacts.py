@@ -1,6 +1,6 @@
 """Thesis ch. 4 artifacts: Figs. 4.1 (QCQP) and 4.2 (logistic regression), one function each.
 
-Each function takes the notebook's `fedrepro.notebook.Artifact`, computes the figure's data with
+Each function takes the notebook's `fedrepro.artifact.Artifact`, computes the figure's data with
 `fedrepro.mtl.experiments.figure_data` (curves + per-scheme summary, what the claims read), writes the
 artifact's CSV, PDF and PNG and returns the four-panel figure.  `savings_table` gives the bit savings
 behind it as Markdown, `bits_panels` panel (c) under the other two pricings (for reading, not saved).
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from fedrepro.methods import compressor_spec
 from fedrepro.mtl.experiments import figure_data, iterations
 from fedrepro.plotting import apply_style, color, label, markdown_table
+from fedrepro.registry.methods import compressor_spec
 
 CONVENTION_LABEL = {"bits_P": "convention P: idx ⌈log2 d⌉ bits, no sign scale",
                     "bits_F": "convention F: P + 32-bit sign scale",

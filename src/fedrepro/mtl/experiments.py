@@ -21,14 +21,15 @@ import numpy as np
 import pandas as pd
 
 from fedrepro.comm.conventions import thesis_bits_from_ledger
-from fedrepro.methods import Method, methods_of
+from fedrepro.leaderboard.candidates import BOARD_KEYS
 from fedrepro.mtl.algorithms import log_grid, run_scheme
 from fedrepro.mtl.problems import edge_values, make_logistic, make_qcqp
 from fedrepro.mtl.projection import project_ball, project_shrunk
 from fedrepro.mtl.reference import qcqp_optimum
+from fedrepro.registry.methods import Method, methods_of
 from fedrepro.runtime import rng_stream
 
-# What `run` reads (thesis.yaml fig4_1 / fig4_2), checked when the registry loads; format: fedrepro/paramspec.py.
+# What `run` reads (thesis.yaml fig4_1 / fig4_2), checked when the registry loads; format: fedrepro/registry/params.py.
 PARAMETERS = {
     "problem": "qcqp|logistic",
     "n": "int>=2",                          # nodes
@@ -48,7 +49,7 @@ PARAMETERS = {
     "T_max?": "int>=1|null",                # a cap on T (quick and smoke scales)
     "runs?": "int>=1",                      # independent instances
     "n_log?": "int>=2",                     # logged iterations
-    # the schemes, in order (fedrepro/methods.py): vanilla sends x~ at full precision; compressed is Algorithm 2
+    # the schemes, in order (fedrepro/registry/methods.py): vanilla sends x~ at full precision; compressed is Algorithm 2
     # (sample feedback) / 3 (bandit) with the compressor, any fedrepro.comm name
     "methods": {"*": {"algorithm": "vanilla|compressed", "compressor?": "compressor"}},
     "feedbacks?": "list[sample|bandit]",
@@ -56,13 +57,11 @@ PARAMETERS = {
 }
 
 
-# The leaderboard's board run (config/leaderboard.yaml): the parameters of `run` plus the compressors to put through
-# it (the workflow turns "registered" into every registered name but the paper's own), the figure's method whose
-# settings each one takes (`template`), and the budget offered to each compressor's factory (`knobs`).
-BOARD_PARAMETERS = {**PARAMETERS, "board_compressors": "registered|list[str]", "template": "method_name",
-                    "knobs?": {"*": "any"}}
+# The leaderboard's board run (config/leaderboard.yaml): this runner's parameters, the board's keys and the
+# figure method whose settings each compressor takes (`template`).
+BOARD_PARAMETERS = {**PARAMETERS, **BOARD_KEYS, "template": "method_name"}
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): runs x iterations x nodes x dimension (the
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): runs x iterations x nodes x dimension (the
 # eight schemes and both feedbacks are the same at every scale).
 WORK = {"units": "runs * (min(T, T_max) if T_max else T) * n * d", "defaults": {"T_max": "None"},
         "shape": ["problem"]}
@@ -293,7 +292,7 @@ def figure_data(runs: pd.DataFrame, taus: dict[str, float], paper_savings: dict[
 
 def run(ctx):
     """Runner of Figs. 4.1 / 4.2: the eight schemes of one configuration."""
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     rows, facts = run_experiment(ctx.params, ctx.experiment, progress=lambda jobs: ctx.progress(jobs, desc="schemes"),
                                  log=ctx.log.info)
@@ -311,7 +310,7 @@ def board(ctx):
     from dataclasses import replace
 
     from fedrepro.leaderboard.candidates import run_each
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     p = ctx.params
     template = {k: v for k, v in (p["methods"][p["template"]] or {}).items() if k != "compressor"}

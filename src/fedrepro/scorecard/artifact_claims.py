@@ -16,7 +16,7 @@ def write_artifact_claims(job, wildcards, *, data: str, registry: str, output: s
 
     from fedrepro.io import write_csv
     from fedrepro.provenance import read_sidecar
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
     from fedrepro.scorecard.evaluate import artifact_configurations, evaluate_claims
 
     paper, artifact, scale = wildcards.paper, wildcards.artifact, wildcards.scale

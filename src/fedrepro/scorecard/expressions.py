@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fedrepro.config import ConfigError
+from fedrepro.registry.config import ConfigError
 
 FIELDS = ("where", "expr", "ours", "qualitative")
 

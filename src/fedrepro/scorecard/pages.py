@@ -247,7 +247,7 @@ def table_body(md: str, label: str, caption: str) -> tuple[str, str]:
 
 
 def _scale_facts(root: Path, scale: str) -> dict:
-    from fedrepro.config import load_yaml
+    from fedrepro.registry.config import load_yaml
 
     path = root / "config" / "scales" / f"{scale}.yaml"
     return load_yaml(path) if path.exists() else {}
@@ -310,7 +310,7 @@ def _data_kinds(registry, scale: str) -> dict[tuple[str, str], dict]:
 
 
 def _datasets(root: Path) -> dict:
-    from fedrepro.config import load_yaml
+    from fedrepro.registry.config import load_yaml
 
     path = root / "config" / "datasets.yaml"
     return (load_yaml(path).get("datasets") or {}) if path.exists() else {}

@@ -18,7 +18,7 @@ from fedrepro.runtime import rng_stream
 from fedrepro.transfer.representation import error_ratios, gd_least_squares, phase1_fit
 
 # What `run` reads (thesis.yaml table5_1: the fields of Table51Config), checked when the registry loads; format:
-# fedrepro/paramspec.py.
+# fedrepro/registry/params.py.
 PARAMETERS = {
     "d": "int>=1", "q": "int>=1",
     "sample_configs": "list[list[int>=1, int>=1]]",     # [n1, n2] per cell
@@ -32,7 +32,7 @@ PARAMETERS = {
     "noise_scale?": "float>=0",
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/plan.py): runs x configurations x ratios x d^2 x q.
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): runs x configurations x ratios x d^2 x q.
 WORK = {"units": "runs * len(sample_configs) * len(ratios_db) * d * d * q", "memory": "d * d"}
 
 METHODS = ("phase1", "phase2", "scratch")
@@ -140,7 +140,7 @@ def summarize(runs: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 def run(ctx):
     """Runner of Table 5.1: every cell x run of one configuration."""
-    from fedrepro.pipeline import RunResult
+    from fedrepro.runner import RunResult
 
     cfg = Table51Config.from_dict(ctx.params)
     rows = run_experiment(cfg, progress=lambda jobs: ctx.progress(jobs, desc="cells x runs"))

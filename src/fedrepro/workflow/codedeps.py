@@ -38,15 +38,6 @@ def _parents(module: str) -> list[str]:
 
 
 @cache
-def _lazy_exports(init: Path) -> dict[str, str]:
-    """name -> module of a package whose __init__ resolves names lazily through an `_EXPORTS = {...}` literal."""
-    for node in ast.parse(init.read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_EXPORTS" for t in node.targets):
-            return ast.literal_eval(node.value)
-    return {}
-
-
-@cache
 def _direct_imports(path: Path, src: Path) -> tuple[str, ...]:
     """The fedrepro modules one file imports (names that may be modules: `from a import b` gives a and a.b)."""
     tree = ast.parse(path.read_text(), filename=str(path))
@@ -65,11 +56,6 @@ def _direct_imports(path: Path, src: Path) -> tuple[str, ...]:
                 base = node.module or ""
             found.append(base)
             found += [f"{base}.{a.name}" for a in node.names if a.name != "*"]
-            init = _module_file(src, base) if base.startswith(PACKAGE) else None
-            if init is not None and init.name == "__init__.py":
-                lazy = _lazy_exports(init)
-                found += [lazy[a.name] if lazy[a.name].startswith(PACKAGE) else f"{base}.{lazy[a.name]}"
-                          for a in node.names if a.name in lazy]
     return tuple(m for m in dict.fromkeys(found) if m == PACKAGE or m.startswith(PACKAGE + "."))
 
 

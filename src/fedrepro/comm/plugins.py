@@ -5,7 +5,7 @@ A plugin module registers what it defines when it is imported, e.g. a compressor
 (`mypackage.compressors`, importable from the environment) or a `.py` file (relative to the repository root).
 
 Compressors of an installed package can also be found without any configuration, through the entry-point group
-`fedrepro.compressors` of that package (`fedrepro.comm.registry` reads it when a name is not registered yet).
+`fedrepro.compressors` of that package (`fedrepro.comm.catalog` reads it when a name is not registered yet).
 
 This module imports nothing from fedrepro, so the run jobs that import it do not depend on fedrepro.comm.
 """

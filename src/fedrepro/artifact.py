@@ -282,7 +282,7 @@ def paper_vs_ours_markdown(table, *, scale: str, assumptions: dict | None = None
 def open_artifact(paper: str, artifact: str, *, root=None, scale: str = "quick", configuration: str = "calibrated",
                   run_files=None, outputs=None) -> Artifact:
     """The notebook's one entry point: parameters in (None when opened by hand), an `Artifact` out."""
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
 
     root = Path(root) if root else repo_root()
     registry = Registry.load(root, check=False)  # the workflow checked it before any job ran

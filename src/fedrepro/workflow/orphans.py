@@ -1,7 +1,7 @@
 """A job stops when the Snakemake that started it is killed (kill -9 leaves no chance to stop its jobs).
 
 Without this, a job whose Snakemake was killed goes on and writes its outputs beside those of the rerun.  Every
-workflow script calls `exit_with_parent()` (from `fedrepro.pipeline.rule_run`): it finds the process that started
+workflow script calls `exit_with_parent()` (from `fedrepro.workflow.jobs.rule_run`): it finds the process that started
 the job (skipping a shell between them, e.g. Snakemake's `bash -c`), and a daemon thread checks once a second that
 it is still there; if not, the job exits at once, without running cleanup code that could write.  On Linux it
 also asks the kernel for SIGKILL when the direct parent ends (PR_SET_PDEATHSIG), which covers the common case
@@ -14,6 +14,8 @@ import os
 import sys
 import threading
 import time
+
+from fedrepro.runtime import process_alive
 
 _SHELLS = {"sh", "bash", "dash", "zsh"}
 POLL_S = 1.0
@@ -46,13 +48,7 @@ def _alive(pid: int, started: str | None) -> bool:
     if started is not None:                       # same pid, same start time: not a reused pid
         info = _stat(pid)
         return info is not None and info[2] == started
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(pid)
 
 
 def _set_parent_death_signal() -> None:

@@ -13,8 +13,8 @@ import papermill
 from nbconvert import HTMLExporter
 
 from fedrepro.io import atomic_path, write_text
-from fedrepro.pipeline import rule_run
 from fedrepro.scorecard.artifact_claims import write_artifact_claims
+from fedrepro.workflow.jobs import rule_run
 
 sm = snakemake  # noqa: F821  (provided by Snakemake's script directive)
 with rule_run(sm, inputs=[*sm.input.runs]) as run:

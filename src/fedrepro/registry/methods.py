@@ -14,7 +14,7 @@ tables and claims key on follow it, so a new method is appended and changes no e
 a knob (C-VFL's bits per entry `b`), it offers that knob to each compressor whose factory takes it and whose spec
 does not set it (`Method.build(b=2, ratio=2 / 32)`); the registry check knows each runner's knobs.
 
-The registry check (`fedrepro.paramspec`) validates every spec before any job runs: the runner declares
+The registry check (`fedrepro.registry.params`) validates every spec before any job runs: the runner declares
 `"methods": {"*": {"algorithm": "squarm|choco|dsgd", "compressor?": "compressor", ...}}`, so an unknown algorithm,
 compressor or compressor parameter stops the run with the file, the key path and the close matches.
 """
@@ -43,7 +43,7 @@ def compressor_spec(value: Any) -> tuple[str, dict]:
 
 def build_compressor(value: Any, knobs: Mapping[str, Any] | None = None):
     """The fedrepro.comm compressor of a spec; `knobs` fill the parameters its factory takes and the spec leaves out."""
-    from fedrepro.comm.registry import compressor_parameters, get_compressor
+    from fedrepro.comm.catalog import compressor_parameters, get_compressor
 
     name, params = compressor_spec(value)
     if knobs:

@@ -45,8 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fedrepro.config import ConfigError
-from fedrepro.paramspec import module_path
+from fedrepro.registry.config import ConfigError
+from fedrepro.registry.params import module_path
 
 WORK_NAME = "WORK"
 CALIBRATION = "config/calibration.csv"
@@ -405,7 +405,7 @@ def predict_cpu_seconds(registry, measurements: list[Measurement], paper: str, e
 def with_overrides(params: dict, overrides: dict | None) -> dict:
     """`params` with `overrides` merged in (nested mappings key by key), except that a list of names over the
     `methods:` mapping (`methods=[squarm]` on measure_job's command line) keeps only those methods."""
-    from fedrepro.config import deep_merge
+    from fedrepro.registry.config import deep_merge
 
     overrides = dict(overrides or {})
     if isinstance(overrides.get("methods"), list) and isinstance(params.get("methods"), dict):
@@ -421,7 +421,8 @@ def run_once(registry, paper: str, experiment: str, configuration: str, scale: s
              inputs: dict | None = None, output: str | Path = "run.csv", seed: int = 0):
     """Run one experiment in this process with the registry's parameters at `scale` (plus `overrides`), as the run
     rule would; returns (rows, RunCost).  For measurements (benchmarks/measure_job.py) and tests."""
-    from fedrepro.pipeline import RunContext, RunCost, load_runner
+    from fedrepro.runner import RunContext, load_runner
+    from fedrepro.workflow.jobs import RunCost
 
     spec = registry.run_spec(paper, experiment, scale)
     params = {**with_overrides(registry.params(paper, experiment, configuration, scale), overrides), "seed": seed}
@@ -486,7 +487,7 @@ def estimate_run(registry, measurements: list[Measurement], paper: str, experime
 @lru_cache(maxsize=4)
 def _dataset_bytes(root: str) -> dict:
     """Dataset -> the declared size of its raw files (config/datasets.yaml; a derived set: its source's)."""
-    from fedrepro.data.registry import load_registry
+    from fedrepro.registry.datasets import load_registry
 
     reg = load_registry(root)
     own = {n: sum((f.get("size") or 0) for f in (reg[n].files or {}).values()) if isinstance(reg[n].files, dict)
@@ -640,7 +641,7 @@ def memory_shortfalls(registry, measurements: list[Measurement], scales=("smoke"
 
 @lru_cache(maxsize=4)
 def _cached_measurements(root: str) -> tuple:
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
 
     registry = Registry.load(root, check=False)
     local = measured_runs(root, registry)
@@ -663,7 +664,7 @@ def _measured_seconds(root: str) -> dict:
     calibration rows; (paper, experiment, None, scale) -> the experiment's largest. Unlike `measurements_for` (which
     fits on one machine's measurements and so drops an experiment's committed rows once it has local ones), a key
     keeps its committed row until this clone measures that very key: a clone with only quick runs still orders smoke."""
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
 
     out: dict = {}
     for m in [*read_calibration(root), *measured_runs(root, Registry.load(root, check=False))]:   # local ones win

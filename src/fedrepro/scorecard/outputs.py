@@ -13,8 +13,7 @@ def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "sco
     import pandas as pd
 
     from fedrepro.io import write_csv, write_text
-    from fedrepro.pipeline import local_job
-    from fedrepro.registry import Registry
+    from fedrepro.registry.papers import Registry
     from fedrepro.scorecard.evaluate import unbuilt_artifact_rows
     from fedrepro.scorecard.pages import (
         assumption_files,
@@ -24,6 +23,7 @@ def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "sco
         paper_order,
         write_assumption_tables,
     )
+    from fedrepro.workflow.jobs import local_job
 
     claims, artifacts, registries = list(inputs.claims), list(inputs.artifacts), list(inputs.registries)
     with local_job(rule, log_file, inputs=[*claims, *artifacts]) as job:

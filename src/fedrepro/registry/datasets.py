@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedrepro.config import ConfigError, load_yaml, validate
+from fedrepro.registry.config import ConfigError, load_yaml, validate
 
 REGISTRY_FILE = Path("config") / "datasets.yaml"
 SCHEMA_FILE = Path("workflow") / "schemas" / "datasets.schema.yaml"

@@ -1,11 +1,7 @@
-"""What every workflow script does around its call into the library: logging, threads, sidecars.
+"""What every workflow script does around its call into the library: logging, threads, sidecars, cost.
 
 Takes the `snakemake` object that Snakemake's `script:` directive provides (duck-typed: this
 package never imports Snakemake).
-
-The run contract: an experiment's `runner:` in the registry names a function `run(ctx: RunContext) -> RunResult`.
-The one run rule builds the context (parameters, named input files, threads, device, log) and writes what the
-runner returns: the tidy CSV, its sidecar, and the sidecars of any side files the runner wrote.
 """
 
 from __future__ import annotations
@@ -14,10 +10,8 @@ import contextlib
 import logging
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tqdm import tqdm
 
@@ -52,7 +46,7 @@ def rule_run(sm, use_torch_device: bool = False, inputs=None):
     `inputs` (e.g. ``sm.input``): checked with `verify_inputs` first, so a job never reads a file whose bytes
     changed since its sidecar was written (the error names the file, both hashes and the rebuild command).
     """
-    from fedrepro.orphans import exit_with_parent
+    from fedrepro.workflow.orphans import exit_with_parent
 
     exit_with_parent()              # a job whose Snakemake was killed (kill -9) stops instead of writing outputs
     t0, c0 = time.perf_counter(), time.process_time()
@@ -122,54 +116,10 @@ def local_job(rule: str, log_file: str, inputs=None):
 
 
 @dataclass
-class RunContext:
-    """Everything a runner gets: what to run, with which parameters, reading which files, on what."""
-
-    paper: str
-    experiment: str
-    configuration: str
-    scale: str
-    params: dict                          # the configuration at this scale, plus `seed`
-    inputs: dict[str, str]                # `data`: the prepared dataset; one entry per `needs:` name
-    output: str                           # the run CSV (side files go beside it)
-    threads: int = 1
-    device_preference: str = "auto"
-    log: logging.Logger = field(default_factory=lambda: logging.getLogger("fedrepro"))
-    progress: Callable = field(default=lambda iterable, **kw: iterable)
-
-    @property
-    def seed(self) -> int:
-        return int(self.params["seed"])
-
-    @property
-    def device(self) -> str:
-        """cpu or cuda (config key `device`), decided the first time a runner asks."""
-        if not hasattr(self, "_device"):
-            self._device = choose_device(self.device_preference)
-        return self._device
-
-    def side_file(self, suffix: str) -> str:
-        """A file written beside the run CSV (e.g. model weights), recorded in its own sidecar."""
-        return str(Path(self.output).with_suffix(suffix))
-
-
-@dataclass
-class RunResult:
-    """What a runner returns; the run rule writes it.  `rows` is the tidy frame (one row per seed, step, metric)."""
-
-    rows: Any                                           # pandas.DataFrame
-    seeds: list[int] | None = None                      # default: [ctx.seed]
-    data: dict | None = None                            # dataset -> real|stand-in for data made in the run
-    extra: dict = field(default_factory=dict)           # facts for the sidecar (timing, RNG streams, ...)
-    inputs: list[str] | None = None                     # the inputs read (default: every ctx.inputs file)
-    side_files: list[str] = field(default_factory=list)  # files written beside the CSV
-
-
-@dataclass
 class RunCost:
     """What a runner cost: wall seconds, CPU seconds (user + system, every thread, children included: data loader
     workers) and the peak resident memory of the job's process (children's too).  Recorded in the run's sidecar;
-    `fedrepro.plan` fits its cost model to them."""
+    `fedrepro.workflow.plan` fits its cost model to them."""
 
     wall0: float
     cpu0: float
@@ -204,29 +154,3 @@ class RunCost:
     def record(self) -> dict:
         return {"wall_seconds": round(self.wall_seconds, 2), "cpu_seconds": round(self.cpu_seconds, 2),
                 "peak_rss_mb": round(self.peak_rss_mb, 1)}
-
-
-def load_runner(spec: str) -> Callable[[RunContext], RunResult]:
-    """'package.module:function' -> the function (the registry's `runner:`)."""
-    import importlib
-
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def verified_side_file(run_csv: str, suffix: str) -> str:
-    """A side file written beside another run's CSV (e.g. `.pt` weights), checked against its own sidecar first:
-    Snakemake tracks the CSV, so a side file changed since its run is refused rather than built upon."""
-    from fedrepro.provenance.hashing import sha256_file
-    from fedrepro.provenance.sidecar import read_sidecar
-
-    path = str(Path(run_csv).with_suffix(suffix))
-    record = read_sidecar(path)
-    if not Path(path).exists() or record is None:
-        raise FileNotFoundError(f"{path} (written by the run of {run_csv}) or its sidecar is missing; rebuild it: "
-                                f"snakemake --cores 2 {run_csv} --forcerun run")
-    actual = sha256_file(path)
-    if actual != record["sha256"]:
-        raise RuntimeError(f"{path} changed since its run recorded it (sha256 {actual[:12]}… != recorded "
-                           f"{record['sha256'][:12]}…); rebuild it: snakemake --cores 2 {run_csv} --forcerun run")
-    return path

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedrepro.config import SCALES, ConfigError, deep_merge, load_yaml, validate
-from fedrepro.paramspec import check_parameters
+from fedrepro.registry.config import SCALES, ConfigError, deep_merge, load_yaml, validate
+from fedrepro.registry.params import check_parameters
 
 OUTPUT_SUFFIXES = {"table": (".csv", ".md"), "figure": (".csv", ".pdf", ".png")}
 ARTIFACT_DIRS = {"table": "tables", "figure": "figures"}

@@ -15,7 +15,7 @@ torch-heavy runner modules cost nothing at DAG-build time:
         "gamma?": {"*": "float>0"},          # a mapping with any keys
         "runs?": [{"method": "method_name", "b": "int>=1"}],       # a list of such mappings
         "codec": "compressor",               # a fedrepro.comm name, or {name: <name>, <its parameters>}
-        "methods": {"*": {"algorithm": "squarm|choco", "compressor?": "compressor"}},   # fedrepro/methods.py
+        "methods": {"*": {"algorithm": "squarm|choco", "compressor?": "compressor"}},   # fedrepro/registry/methods.py
     }
 
 A string spec is alternatives separated by `|`; each alternative is one of
@@ -25,7 +25,7 @@ A string spec is alternatives separated by `|`; each alternative is one of
     compressor           a compressor registered in fedrepro.comm (plugins included), checked by building it
     partial_compressor   the same where the engine supplies some parameters (C-VFL's bits `b`): name and parameter
                          names are checked, the compressor is built by the run
-    method_name          a key of the experiment's `methods:` mapping (fedrepro/methods.py), checked on the merged
+    method_name          a key of the experiment's `methods:` mapping (fedrepro/registry/methods.py), checked on the merged
                          configuration
     list[S]              a list whose items match S;  list[S1, S2]: exactly these positions
     true | false | 12 | 0.5 | any other word     that literal value
@@ -55,7 +55,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from fedrepro.config import ConfigError, deep_merge
+from fedrepro.registry.config import ConfigError, deep_merge
 
 SPEC_NAME = "PARAMETERS"
 # Keys the workflow sets itself: a registry value would be overwritten without notice.
@@ -196,17 +196,28 @@ def _evaluate(node: ast.AST, env: dict, seen: tuple = ()) -> Any:
     raise SpecError(f"only literals (and names of module-level literals) are allowed; got {ast.dump(node)[:80]}")
 
 
+def _module_literals(path: Path) -> dict[str, ast.AST]:
+    """A module's top-level assignments, plus the literals it imports by name from another fedrepro module
+    (`from fedrepro.leaderboard.candidates import BOARD_KEYS`), so runner modules can share a spec part."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    env: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fedrepro."):
+            src = next(p for p in path.parents if p.name == "src")
+            other = module_path(src.parent, node.module)
+            if other is not None:
+                theirs = _module_literals(other)
+                env.update({a.asname or a.name: theirs[a.name] for a in node.names if a.name in theirs})
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            env.update({t.id: node.value for t in targets if isinstance(t, ast.Name)})
+    return env
+
+
 @lru_cache(maxsize=64)
 def _module_specs(path: str, mtime_ns: int) -> dict[str, Any]:
     """Every `*PARAMETERS` literal of a module, compiled (cached per file version)."""
-    tree = ast.parse(Path(path).read_text(), filename=path)
-    env = {}
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                if isinstance(t, ast.Name):
-                    env[t.id] = node.value
+    env = _module_literals(Path(path))
     out = {}
     for name, value in env.items():
         if name == SPEC_NAME or name.endswith("_" + SPEC_NAME):
@@ -425,9 +436,9 @@ class Checker:
         import importlib
 
         # importlib (not an import statement): checking a name cannot change a job's output, so the modules that
-        # import this one (registry, notebooks) should not depend on fedrepro.comm (fedrepro.codedeps).
-        registry = importlib.import_module("fedrepro.comm.registry")
-        plugins = importlib.import_module("fedrepro.plugins")
+        # import this one (registry, notebooks) should not depend on fedrepro.comm (fedrepro.workflow.codedeps).
+        catalog = importlib.import_module("fedrepro.comm.catalog")
+        plugins = importlib.import_module("fedrepro.comm.plugins")
         if isinstance(value, str):
             name, params = value, {}
         elif isinstance(value, dict) and isinstance(value.get("name"), str):
@@ -435,21 +446,21 @@ class Checker:
         else:
             self.fail(path, f"expected {describe(Scalar('compressor'))}, got {_show(value)}")
             return
-        if name not in registry.COMPRESSORS and name not in registry.available_compressors():
+        if name not in catalog.COMPRESSORS and name not in catalog.available_compressors():
             plugins.import_plugins(plugins.configured_plugins(self.root), root=self.root)
-        if name not in registry.COMPRESSORS and name not in (names := registry.available_compressors()):
+        if name not in catalog.COMPRESSORS and name not in (names := catalog.available_compressors()):
             self.fail(path, f"unknown compressor {name!r}{_did_you_mean(name, names)} (registered: "
                             f"{', '.join(names)}; a new one: docs/comm.md, 'Add your own compressor')")
             return
         if not build:
-            allowed = registry.compressor_parameters(name)
+            allowed = catalog.compressor_parameters(name)
             for key in params:
                 if key not in allowed:
                     self.fail(f"{path}.{key}", f"unknown parameter of compressor {name!r}"
                                                f"{_did_you_mean(key, allowed)} (its parameters: {', '.join(allowed)})")
             return
         try:
-            registry.get_compressor(name, **params)
+            catalog.get_compressor(name, **params)
         except (ValueError, TypeError) as exc:
             self.fail(path, str(exc))
 
@@ -494,7 +505,7 @@ def check_parameters(reg: dict, root: str | Path, where: str) -> None:
         if len(checker.problems) > MAX_PROBLEMS:
             lines.append(f"... and {len(checker.problems) - MAX_PROBLEMS} more")
         raise ConfigError("\n".join(lines) + "\n(each runner declares its parameters in its module's PARAMETERS "
-                                             "literal; the format: fedrepro/paramspec.py)")
+                                             "literal; the format: fedrepro/registry/params.py)")
 
 
 def declared_keys(spec: Mapping, prefix: str = "") -> set[str]:

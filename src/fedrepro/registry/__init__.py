@@ -1,0 +1,1 @@
+"""The registries and their validation: configuration, paper registries, dataset registry, runner parameters, methods."""
