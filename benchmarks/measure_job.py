@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from fedrepro import plan
+from fedrepro.workflow import plan
 from fedrepro.io import write_csv
 from fedrepro.registry.papers import Registry
 from fedrepro.runtime import limit_threads

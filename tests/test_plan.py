@@ -12,7 +12,7 @@ import sys
 import pytest
 from conftest import snakemake
 
-from fedrepro import plan
+from fedrepro.workflow import plan
 from fedrepro.registry.config import ConfigError
 from fedrepro.registry.papers import Registry
 from fedrepro.runtime import limit_threads

@@ -8,7 +8,7 @@ import io
 import pandas as pd
 import pytest
 
-from fedrepro import plan
+from fedrepro.workflow import plan
 from fedrepro.io import TIMING_COLUMNS, TIMING_METRICS, timing_cells, without_timings, write_csv
 from fedrepro.registry.papers import Registry
 from fedrepro.runtime import compute_clock, limit_threads

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import snakemake
 
-from fedrepro import plan
+from fedrepro.workflow import plan
 from fedrepro.registry.config import SCALES
 from fedrepro.registry.papers import Registry
 

@@ -120,7 +120,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from fedrepro import plan
+    from fedrepro.workflow import plan
 
     root = repo_root()
     registry = Registry.load(root)
