@@ -191,8 +191,11 @@ def test_paper_vs_ours_agrees_with_the_claims_job(tmp_path):
 
     entry = REGISTRY.artifact("thesis", "table5_1")
     csv = tmp_path / "table5_1.csv"
-    pd.DataFrame({"configuration": ["calibrated"] * 2, "n1": [100, 1000], "n2": [100, 1000], "db": [50, 50],
-                  "phase1": [1.0, 1.01], "phase2": [1.0, 1.02], "scratch": [10.0, 1.01]}).to_csv(csv, index=False)
+    grid = [(n, db) for n in (100, 200, 300, 1000) for db in (1, 5, 10, 50)]   # every cell a claim may select
+    pd.DataFrame({"configuration": "calibrated", "n1": [n for n, _ in grid], "n2": [n for n, _ in grid],
+                  "db": [db for _, db in grid], "phase1": [1.0 + 0.01 * i for i in range(len(grid))],
+                  "phase2": [1.0 + 0.02 * i for i in range(len(grid))],
+                  "scratch": [10.0 / (1 + i) for i in range(len(grid))]}).to_csv(csv, index=False)
     art = Artifact(root=tmp_path, paper="thesis", name="table5_1", scale="quick", configuration="calibrated",
                    run_files=[], outputs={"csv": str(csv), "md": str(tmp_path / "t.md")}, entry=entry,
                    registry=REGISTRY)
