@@ -170,12 +170,14 @@ class Artifact:
         import pandas as pd
 
         from fedrepro.scorecard.evaluate import artifact_configurations, evaluate_claims
+        from fedrepro.scorecard.reasons import fitted_configurations
 
         csv = self.root / self.outputs["csv"]
         data = pd.read_csv(csv) if csv.exists() else None
         return evaluate_claims(self.claims(), data, paper=self.paper, artifact=self.name, scale=self.scale,
                                data_status=self.data_status,
-                               configurations=artifact_configurations(self.registry, self.paper, self.name, self.scale))
+                               configurations=artifact_configurations(self.registry, self.paper, self.name, self.scale),
+                               fitted=fitted_configurations(self.registry, self.paper, self.name))
 
     def assumptions(self) -> dict:
         """The paper's registered assumptions (`assumptions:` of the registry): id -> entry."""
