@@ -19,6 +19,8 @@ import pandas as pd
 
 from fedrepro.plotting.tables import markdown_table, markdown_to_html
 from fedrepro.scorecard.evaluate import COLUMNS, VERDICTS
+from fedrepro.scorecard.reasons import REF as _REF
+from fedrepro.scorecard.reasons import linked_markdown
 
 VERDICT_COLOURS = {"reproduced": "#1a7f37", "consistent-fitted": "#0969da", "reproduced-qualitatively": "#9a6700",
                    "not-reproduced": "#cf222e", "not-comparable": "#57606a", "not-run": "#8c959f"}
@@ -101,15 +103,6 @@ def verdict_counts(claims: pd.DataFrame, papers: list[str] | None = None) -> pd.
         counts = counts.sort_values(["paper", "configuration"], key=lambda s: s.map(rank) if s.name == "paper" else s,
                                     kind="stable").reset_index(drop=True)
     return counts
-
-
-_REF = re.compile(r"\b((?:docs|notebooks)/[\w./-]+?\.(?:md|py))(#[\w-]+)?")
-
-
-def linked_markdown(text: str, prefix: str) -> str:
-    """Reasons name the doc section that explains them ('docs/adept.md#table-3'): a Markdown link from a page
-    `prefix` away from the repository root ('../../' for results/<scale>/claims.md)."""
-    return _REF.sub(lambda m: f"[{m.group(0)}]({prefix}{m.group(1)}{m.group(2) or ''})", text)
 
 
 def claims_markdown(claims: pd.DataFrame, scale: str, papers: list[str] | None = None) -> str:

@@ -108,6 +108,16 @@ def miss_reason(claim: dict, configuration: str) -> str:
     return f"{entry['cause']}: {entry['note']} (see {entry['ref']})"
 
 
+# ---- links --------------------------------------------------------------------------------------------------
+REF = re.compile(r"\b((?:docs|notebooks)/[\w./-]+?\.(?:md|py))(#[\w-]+)?")
+
+
+def linked_markdown(text: str, prefix: str) -> str:
+    """Reasons name the doc section that explains them ('docs/adept.md#table-3'): a Markdown link from a page
+    `prefix` away from the repository root ('../../' for results/<scale>/claims.md)."""
+    return REF.sub(lambda m: f"[{m.group(0)}]({prefix}{m.group(1)}{m.group(2) or ''})", text)
+
+
 # ---- checks -------------------------------------------------------------------------------------------------
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 
