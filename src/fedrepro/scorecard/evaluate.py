@@ -157,7 +157,10 @@ def _label(value, per: dict) -> str:
 
 
 def _number(v) -> str:
-    return _fmt(float(v)) if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) else str(v)
+    """A value of a list: up to six digits, as the paper prints them (125.09, 3777.21)."""
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+        return "nan" if math.isnan(v) else f"{float(v):.6g}"
+    return str(v)
 
 
 def _labelled(pairs: list[tuple[str, str]]) -> str:
@@ -181,7 +184,7 @@ def _predicate_ours(sel: pd.DataFrame, claim: dict, source: str) -> str:
         pairs = []
         for label, text in ours.items():
             value = _evaluate(sel, {**claim, "ours": text}, "ours", source)
-            pairs.append((str(label), " / ".join(_fmt(v) for v in np.atleast_1d(value))))
+            pairs.append((str(label), " / ".join(dict.fromkeys(_number(v) for v in np.atleast_1d(value)))))
     elif per:
         require_columns(sel, [per["column"]], claim=claim["id"], field="per.column", source=source)
         values = np.atleast_1d(_evaluate(sel, claim, "ours", source))
