@@ -197,7 +197,8 @@ def _predicate_ours(sel: pd.DataFrame, claim: dict, source: str) -> str:
         pairs += [(label, f"{v} (not in the paper)") for label, v in found.items() if label not in order]
     else:
         text = "; ".join(_fmt(v) for v in np.atleast_1d(_evaluate(sel, claim, "ours", source)))
-        return f"{claim['quantity']}: {text}" if claim.get("quantity") else text
+        # labelled by what it is: the claim's `quantity`, else the expression it was computed by
+        return f"{claim.get('quantity') or claim['ours']}: {text}"
     text = _labelled(pairs)
     return f"{text} ({claim['quantity']})" if claim.get("quantity") else text
 
