@@ -112,3 +112,14 @@ def test_registry_miss_links_resolve():
 def test_check_ref_refuses_a_missing_anchor():
     assert check_ref(ROOT, "docs/adept.md#no-such-section-here") is not None
     assert check_ref(ROOT, "docs/no-such-doc.md") == "no file docs/no-such-doc.md"
+
+
+def test_rows_the_per_column_cannot_tell_apart_are_an_error_naming_per_by():
+    data = pd.DataFrame({"snr_db": [6, 6], "feedback": ["sample", "bandit"], "x": [1.0, 2.0]})
+    claim = {**PRED, "per": {"column": "snr_db", "unit": "dB"}, "paper_value": {6: 2.0}}
+    with pytest.raises(ValueError, match="per.by"):
+        evaluate_claims([claim], data, paper="p", artifact="t", scale="quick", data_status=None)
+    claim["per"] = {"column": "snr_db", "unit": "dB", "by": "feedback", "groups": ["sample", "bandit"]}
+    row = evaluate_claims([claim], data, paper="p", artifact="t", scale="quick", data_status=None).iloc[0]
+    assert row["paper_value"] == "sample 6 dB: 2; bandit 6 dB: 2"
+    assert row["our_value"] == "sample 6 dB: 1; bandit 6 dB: 2"

@@ -167,12 +167,21 @@ def _labelled(pairs: list[tuple[str, str]]) -> str:
     return "; ".join(f"{label}: {value}" for label, value in pairs)
 
 
+def _paper_labels(claim: dict) -> list[tuple[str, object]]:
+    """(label, paper's value) in the paper's order; with `per.by` the paper's list repeats for each of `per.groups`
+    (the same numbers for, e.g., both feedback models), each label led by its group."""
+    paper, per = claim["paper_value"], claim.get("per")
+    pairs = [(_label(k, per) if per else str(k), v) for k, v in paper.items()]
+    if per and per.get("by"):
+        return [(f"{g} {label}", v) for g in per["groups"] for label, v in pairs]
+    return pairs
+
+
 def paper_text(claim: dict) -> str:
     """The paper's value as shown: a mapping `paper_value` as 'label: value; ...' in the paper's order."""
     paper = claim.get("paper_value", "holds")
     if isinstance(paper, dict):
-        per = claim.get("per")
-        text = _labelled([(_label(k, per) if per else str(k), _number(v)) for k, v in paper.items()])
+        text = _labelled([(label, _number(v)) for label, v in _paper_labels(claim)])
         return f"{text} ({claim['quantity']})" if claim.get("quantity") else text
     return _fmt(paper)
 
@@ -191,8 +200,12 @@ def _predicate_ours(sel: pd.DataFrame, claim: dict, source: str) -> str:
         if values.size != len(sel):
             raise ValueError(f"{source}: claim {claim['id']}: `ours` gives {values.size} values for {len(sel)} rows; "
                              f"with `per:` it must give one per row")
-        found = {_label(k, per): _fmt(v) for k, v in zip(sel[per["column"]], values)}
-        order = [_label(k, per) for k in paper] if isinstance(paper, dict) else list(found)
+        groups = [f"{_fmt(g)} " for g in sel[per["by"]]] if per.get("by") else [""] * len(sel)
+        found = {g + _label(k, per): _fmt(v) for g, k, v in zip(groups, sel[per["column"]], values)}
+        if len(found) < len(sel):
+            raise ValueError(f"{source}: claim {claim['id']}: `per: {per['column']}` labels {len(sel)} rows with only "
+                             f"{len(found)} labels; name the column that tells them apart as `per.by`")
+        order = [label for label, _ in _paper_labels(claim)] if isinstance(paper, dict) else list(found)
         pairs = [(label, found.get(label, "– (not in this run)")) for label in order]
         pairs += [(label, f"{v} (not in the paper)") for label, v in found.items() if label not in order]
     else:
