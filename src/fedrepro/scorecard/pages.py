@@ -251,9 +251,9 @@ def paper_summary(paper: str, claims: pd.DataFrame) -> tuple[str, list[str]]:
     if n["not-reproduced"]:
         text += f"; {n['not-reproduced']} do not"
     if causes is not None and len(misses):
-        named = [f"{int(k)} for {CAUSE_WORDS[c]}" for c, k in causes.items() if c in CAUSE_WORDS]
+        named = [f"{int(k)} {CAUSE_WORDS[c]}" for c, k in causes.items() if c in CAUSE_WORDS]
         if named:
-            text += " (misses: " + ", ".join(named) + ")"
+            text += f"; the causes of these {len(misses)} misses (not reproduced or only qualitatively): " + ", ".join(named)
         counts: dict[str, int] = {}
         for r in misses["reason"]:
             for m in _REF.finditer(str(r)):
