@@ -26,3 +26,12 @@ def test_status_counts_verdicts_per_paper_and_configuration(tmp_path, capsys):
 def test_status_without_a_scorecard_says_how_to_build_one(tmp_path, capsys):
     assert main(["status", "--claims", str(tmp_path / "missing.csv")]) == 2
     assert "snakemake --cores 2 all --config scale=quick" in capsys.readouterr().err
+
+
+def test_status_counts_fitted_verdicts_apart_from_reproduced(tmp_path, capsys):
+    rows = ([{"paper": "thesis", "configuration": "calibrated", "verdict": "consistent-fitted"}] * 2
+            + [{"paper": "thesis", "configuration": "calibrated", "verdict": "reproduced"}])
+    assert main(["status", "--claims", str(_claims(tmp_path / "claims.csv", rows))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| paper | configuration | reproduced | consistent (fitted) | total |"
+    assert lines[2] == "| thesis | calibrated | 1 | 2 | 3 |"

@@ -188,6 +188,7 @@ def test_paper_vs_ours_agrees_with_the_claims_job(tmp_path):
     """The notebook judges with the claims job's code: same rows as `evaluate_claims` on the same CSV."""
     from fedrepro.artifact import Artifact
     from fedrepro.scorecard.evaluate import evaluate_claims
+    from fedrepro.scorecard.reasons import fitted_configurations
 
     entry = REGISTRY.artifact("thesis", "table5_1")
     csv = tmp_path / "table5_1.csv"
@@ -203,8 +204,10 @@ def test_paper_vs_ours_agrees_with_the_claims_job(tmp_path):
     ours = art.judge()
     job = evaluate_claims(REGISTRY.claims("thesis", "table5_1"), pd.read_csv(csv), paper="thesis",
                           artifact="table5_1", scale="quick", data_status={},
-                          configurations=["as-stated", "calibrated"])
+                          configurations=["as-stated", "calibrated"],
+                          fitted=fitted_configurations(REGISTRY, "thesis", "table5_1"))
     pd.testing.assert_frame_equal(ours, job)
+    assert "consistent-fitted" in set(job["verdict"])      # `calibrated` reads c_u and sigma_test off Table 5.1
     assert "### Paper vs ours" in art.paper_vs_ours().data
 
 

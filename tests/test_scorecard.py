@@ -222,13 +222,19 @@ def test_a_value_claim_that_misses_says_by_how_much_and_the_band():
     claim = {"id": "V", "artifact": "t", "statement": "x at n=1", "kind": "value", "where": "n == 1", "column": "x",
              "paper_value": 15.0, "tolerance": {"quick": {"rel": 0.1}}}
     out = _eval([claim]).set_index("configuration")["detail"]
-    assert out["a"] == "10 vs the paper's 15: ratio 0.667, outside ±10%"
+    assert out["a"] == "10 vs the paper's 15: off by -33.3%, outside ±10%"   # in the band's own (relative) terms
 
 
 def test_a_cell_outside_its_band_names_the_band():
     out = _eval([CELLS]).set_index(["configuration", "claim"])["detail"]
-    assert out[("a", "T[n=1,x]")] == "ratio 0.952"
-    assert out[("b", "T[n=1,x]")] == "ratio 1.9, outside ±10%"
+    assert out[("a", "T[n=1,x]")] == "off by -4.8%, within ±10%"
+    assert out[("b", "T[n=1,x]")] == "off by +90.5%, outside ±10%"
+
+
+def test_an_absolute_band_is_shown_beside_an_absolute_difference():
+    claim = {**CELLS, "tolerance": {"quick": {"abs": 3.0}}}
+    out = _eval([claim]).set_index(["configuration", "claim"])["detail"]
+    assert out[("b", "T[n=1,x]")] == "off by +9.5, outside ±3"
 
 
 def test_rows_without_a_configuration_column_are_labelled_with_the_runs_configurations():

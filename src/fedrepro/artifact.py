@@ -170,12 +170,14 @@ class Artifact:
         import pandas as pd
 
         from fedrepro.scorecard.evaluate import artifact_configurations, evaluate_claims
+        from fedrepro.scorecard.reasons import fitted_configurations
 
         csv = self.root / self.outputs["csv"]
         data = pd.read_csv(csv) if csv.exists() else None
         return evaluate_claims(self.claims(), data, paper=self.paper, artifact=self.name, scale=self.scale,
                                data_status=self.data_status,
-                               configurations=artifact_configurations(self.registry, self.paper, self.name, self.scale))
+                               configurations=artifact_configurations(self.registry, self.paper, self.name, self.scale),
+                               fitted=fitted_configurations(self.registry, self.paper, self.name))
 
     def assumptions(self) -> dict:
         """The paper's registered assumptions (`assumptions:` of the registry): id -> entry."""
@@ -221,6 +223,7 @@ def show_saved_png() -> None:
 
 
 FAILED = ("not-reproduced", "reproduced-qualitatively", "not-run")
+_DOC_PREFIX = "../../../../"   # from results/<scale>/<paper>/notebooks/ to the repository root
 
 
 def claim_base(claim_id: str) -> str:
@@ -240,7 +243,10 @@ def claim_assumptions(assumptions: dict, claim_id: str, configuration: str) -> l
 def paper_vs_ours_markdown(table, *, scale: str, assumptions: dict | None = None, differs: list[str] | None = None,
                            shown_rows: int = 3) -> str:
     """Markdown of 'Paper vs ours' from scorecard rows (`fedrepro.scorecard.evaluate.evaluate_claims`)."""
+    import pandas as pd
+
     from fedrepro.plotting.tables import markdown_table
+    from fedrepro.scorecard.reasons import linked_markdown
 
     assumptions, differs = assumptions or {}, differs or []
     out = ["### Paper vs ours", ""]
@@ -249,12 +255,12 @@ def paper_vs_ours_markdown(table, *, scale: str, assumptions: dict | None = None
     counts = ", ".join(f"{n} {v}" for v, n in table["verdict"].value_counts().items())
     out += [f"The scorecard's verdicts at scale `{scale}` ({counts}), computed from the CSV this notebook just wrote "
             "by the claims job's own code (`fedrepro.scorecard.evaluate`).", ""]
-    shown = table.assign(why=[d if v != "reproduced" else "" for v, d in zip(table["verdict"], table["detail"])])
+    reasons = table["reason"] if "reason" in table else table["detail"]
+    shown = table.assign(why=[r or d if v != "reproduced" else "" for v, r, d in
+                              zip(table["verdict"], reasons, table["detail"])])
     shown = shown[["claim", "configuration", "paper_value", "our_value", "band", "verdict", "why"]]
     out += [markdown_table(shown.rename(columns={"paper_value": "paper", "our_value": "ours"})), ""]
     failed = table[table["verdict"].isin(FAILED)]
-    if failed.empty and not differs:
-        return "\n".join(out) + "\n"
     if not failed.empty:
         out += ["#### Claims that miss the paper, and why", ""]
         groups = failed.assign(base=failed["claim"].map(claim_base)).groupby(["base", "configuration"], sort=False)
@@ -262,17 +268,37 @@ def paper_vs_ours_markdown(table, *, scale: str, assumptions: dict | None = None
             total = int(((table["claim"].map(claim_base) == base) & (table["configuration"] == config)).sum())
             head = f"- **{base}** (configuration `{config}`"
             head += f", {len(rows)} of {total} numbers)" if total > 1 else ")"
-            details = [f"`{r.claim}` {r.verdict}: {r.detail}" if total > 1 else f"{r.verdict}: {r.detail}"
-                       for r in rows.head(shown_rows).itertuples()]
-            more = [f"… and {len(rows) - shown_rows} more"] if len(rows) > shown_rows else []
             out.append(f"{head}: {rows['statement'].iloc[0]}")
-            out += [f"  - {d}" for d in details + more]
+            causes = [r for r in dict.fromkeys(rows["reason"]) if r] if "reason" in rows else []
+            out += [f"  - **why**: {linked_markdown(r, _DOC_PREFIX)}" for r in causes]
+            if not causes:
+                out.append("  - **why**: no cause recorded yet (registry key `miss:` of this claim)")
+            evidence = [f"`{r.claim}` {r.verdict}: {r.detail}" if total > 1 else f"{r.verdict}: {r.detail}"
+                        for r in rows.head(shown_rows).itertuples()]
+            more = [f"… and {len(rows) - shown_rows} more"] if len(rows) > shown_rows else []
+            out += [f"  - evidence: {d}" for d in evidence + more]
             for a in claim_assumptions(assumptions, base, config):
                 entry = assumptions[a]
                 alts = "; ".join(f"{alt}: {', '.join(f'`{c}`' for c in configs)}"
                                  for alt, configs in entry["alternatives"].items())
                 out.append(f"  - depends on assumption **{a}** ({entry['statement']}; alternatives: {alts})")
         out.append("")
+    reasons = table["reason"].astype(str) if "reason" in table else pd.Series([], dtype=str)
+    regime = table[reasons.str.startswith("regime not reached")]
+    if not regime.empty:
+        out += ["#### Claims this run cannot judge", "",
+                "Below the regime these claims need, a verdict would say nothing about the paper; they are "
+                "`not-comparable` here:", ""]
+        out += [f"- **{b}** (configuration `{c}`): {r}" for (b, c), r in
+                regime.assign(base=regime["claim"].map(claim_base)).groupby(["base", "configuration"], sort=False)
+                ["reason"].first().items()]
+        out.append("")
+    fitted = table[table["verdict"] == "consistent-fitted"]
+    if not fitted.empty:
+        out += ["#### Agreement under fitted values", "",
+                f"{len(fitted)} numbers agree with the paper under a configuration whose values were read off this "
+                "same artifact: a consistency check, counted apart from `reproduced` "
+                f"({'; '.join(dict.fromkeys(fitted['reason']))}).", ""]
     if differs:
         out += ["#### Recorded reasons (the registry's `differs:` for this artifact)", "",
                 *(f"- {r}" for r in differs), ""]

@@ -169,7 +169,10 @@ def cmd_status(args) -> int:
                                 f"--config scale={args.scale}` or pass --claims FILE")
     claims = combine([path])
     counts = verdict_counts(claims, paper_order(Registry.load(repo_root())))
-    short = {"reproduced": "reproduced", "reproduced-qualitatively": "qualitatively", "not-reproduced": "not reproduced",
+    # consistent-fitted (judged under values read off the same artifact) is its own column, never summed into
+    # reproduced
+    short = {"reproduced": "reproduced", "consistent-fitted": "consistent (fitted)",
+             "reproduced-qualitatively": "qualitatively", "not-reproduced": "not reproduced",
              "not-comparable": "not-comparable", "not-run": "not-run"}
     columns = [v for v in VERDICTS if v in counts]
     print("| paper | configuration | " + " | ".join(short[v] for v in columns) + " | total |")

@@ -18,13 +18,15 @@ def write_artifact_claims(job, wildcards, *, data: str, registry: str, output: s
     from fedrepro.provenance import read_sidecar
     from fedrepro.registry.papers import Registry
     from fedrepro.scorecard.evaluate import artifact_configurations, evaluate_claims
+    from fedrepro.scorecard.reasons import fitted_configurations
 
     paper, artifact, scale = wildcards.paper, wildcards.artifact, wildcards.scale
     reg = Registry.load(".", check=False)   # the workflow checked it before any job ran
     claims = reg.claims(paper, artifact)
     table = evaluate_claims(claims, pd.read_csv(data), paper=paper, artifact=artifact, scale=scale,
                             data_status=(read_sidecar(data) or {}).get("data"),
-                            configurations=artifact_configurations(reg, paper, artifact, scale))
+                            configurations=artifact_configurations(reg, paper, artifact, scale),
+                            fitted=fitted_configurations(reg, paper, artifact))
     write_csv(output, table)
     job.log.info("%d claim rows: %s", len(table), table["verdict"].value_counts().to_dict())
     job.sidecars([output], inputs=[data, registry], config={"claims": claims})

@@ -2,9 +2,12 @@
 
 Verdicts:
   reproduced                 within the claim's band at this scale (or the predicate holds)
+  consistent-fitted          within the band, but judged under a configuration with values read off this same
+                             artifact (its experiment's `sources:` say `from: this-artifact`): a consistency check
   reproduced-qualitatively   outside the band, but the claim's ``qualitative`` check holds
   not-reproduced             neither
-  not-comparable             stand-in data, or a scale where the claim has no band
+  not-comparable             stand-in data, a scale where the claim has no band, or a run below the claim's
+                             declared `regime:` (e.g. a target accuracy at chance level)
 Data kinds (the artifact sidecar's ``data`` map): real; real-reencoded (the real images through a lossy codec,
 e.g. a JPEG copy of CIFAR-10: judged, the caveat leads the detail); stand-in (every verdict not-comparable).
   not-run                    the number could not be computed (row missing, data unavailable)
@@ -19,10 +22,15 @@ import pandas as pd
 
 from fedrepro.scorecard.expressions import HELPERS as EXPR_HELPERS  # noqa: F401  (the former name)
 from fedrepro.scorecard.expressions import ClaimExpressionError, claim_source, compile_expression, require_columns
+from fedrepro.scorecard.reasons import fitted_reason, miss_reason, regime_shortfall
 
-VERDICTS = ("reproduced", "reproduced-qualitatively", "not-reproduced", "not-comparable", "not-run")
+VERDICTS = ("reproduced", "consistent-fitted", "reproduced-qualitatively", "not-reproduced", "not-comparable",
+            "not-run")
+# `reason`: why a row is not `reproduced` in words a reader can follow (the claim's `miss:` cause and the link to the
+# section that explains it, the regime not reached, the fitted values); `detail`: the mechanical evidence.
 COLUMNS = ["paper", "claim", "artifact", "statement", "paper_value", "our_value", "verdict", "configuration",
-           "data", "scale", "band", "detail"]
+           "data", "scale", "band", "detail", "reason"]
+MISSES = ("not-reproduced", "reproduced-qualitatively")
 
 
 def _fmt(x) -> str:
@@ -144,13 +152,91 @@ def failure_detail(frame: pd.DataFrame, result: np.ndarray, read: list[str]) -> 
     return "fails on " + ("; ".join(shown) if shown else f"{len(frame)} rows")
 
 
+def _off_by(ours: float, paper: float, band: dict) -> str:
+    """The difference in the band's own terms: absolute for an `abs` band, relative for a `rel` band."""
+    diff = ours - paper
+    parts = [f"{diff:+.4g}"] if "abs" in band or not paper else []
+    if "rel" in band and paper:
+        parts.append(f"{diff / abs(paper):+.1%}")
+    return "off by " + " = ".join(parts)
+
+
+def _label(value, per: dict) -> str:
+    """A row's label in the paper's terms: `per.labels` names it, else its value and `per.unit` ('6 dB')."""
+    labels = {_fmt(k): v for k, v in (per.get("labels") or {}).items()}
+    text = _fmt(value)
+    return labels.get(text) or f"{text} {per.get('unit', '')}".strip()
+
+
+def _number(v) -> str:
+    """A value of a list: up to six digits, as the paper prints them (125.09, 3777.21)."""
+    if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+        return "nan" if math.isnan(v) else f"{float(v):.6g}"
+    return str(v)
+
+
+def _labelled(pairs: list[tuple[str, str]]) -> str:
+    return "; ".join(f"{label}: {value}" for label, value in pairs)
+
+
+def _paper_labels(claim: dict) -> list[tuple[str, object]]:
+    """(label, paper's value) in the paper's order; with `per.by` the paper's list repeats for each of `per.groups`
+    (the same numbers for, e.g., both feedback models), each label led by its group."""
+    paper, per = claim["paper_value"], claim.get("per")
+    pairs = [(_label(k, per) if per else str(k), v) for k, v in paper.items()]
+    if per and per.get("by"):
+        return [(f"{g} {label}", v) for g in per["groups"] for label, v in pairs]
+    return pairs
+
+
+def paper_text(claim: dict) -> str:
+    """The paper's value as shown: a mapping `paper_value` as 'label: value; ...' in the paper's order."""
+    paper = claim.get("paper_value", "holds")
+    if isinstance(paper, dict):
+        text = _labelled([(label, _number(v)) for label, v in _paper_labels(claim)])
+        return f"{text} ({claim['quantity']})" if claim.get("quantity") else text
+    return _fmt(paper)
+
+
+def _predicate_ours(sel: pd.DataFrame, claim: dict, source: str) -> str:
+    """Our value of a predicate claim, keyed and ordered as the paper's (`per:` rows or an `ours:` mapping)."""
+    ours, per, paper = claim.get("ours"), claim.get("per"), claim.get("paper_value")
+    if isinstance(ours, dict):
+        pairs = []
+        for label, text in ours.items():
+            value = _evaluate(sel, {**claim, "ours": text}, "ours", source)
+            pairs.append((str(label), " / ".join(dict.fromkeys(_number(v) for v in np.atleast_1d(value)))))
+    elif per:
+        require_columns(sel, [per["column"]], claim=claim["id"], field="per.column", source=source)
+        values = np.atleast_1d(_evaluate(sel, claim, "ours", source))
+        if values.size != len(sel):
+            raise ValueError(f"{source}: claim {claim['id']}: `ours` gives {values.size} values for {len(sel)} rows; "
+                             f"with `per:` it must give one per row")
+        groups = [f"{_fmt(g)} " for g in sel[per["by"]]] if per.get("by") else [""] * len(sel)
+        found = {g + _label(k, per): _fmt(v) for g, k, v in zip(groups, sel[per["column"]], values)}
+        if len(found) < len(sel):
+            raise ValueError(f"{source}: claim {claim['id']}: `per: {per['column']}` labels {len(sel)} rows with only "
+                             f"{len(found)} labels; name the column that tells them apart as `per.by`")
+        order = [label for label, _ in _paper_labels(claim)] if isinstance(paper, dict) else list(found)
+        pairs = [(label, found.get(label, "– (not in this run)")) for label in order]
+        pairs += [(label, f"{v} (not in the paper)") for label, v in found.items() if label not in order]
+    else:
+        text = "; ".join(_fmt(v) for v in np.atleast_1d(_evaluate(sel, claim, "ours", source)))
+        # labelled by what it is: the claim's `quantity`, else the expression it was computed by
+        return f"{claim.get('quantity') or claim['ours']}: {text}"
+    text = _labelled(pairs)
+    return f"{text} ({claim['quantity']})" if claim.get("quantity") else text
+
+
 def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
-    """Yield (claim id, paper value, our value, verdict-before-data-status, detail) for one configuration.
+    """Yield (claim id, paper value, our value, verdict-before-data-status, detail, band) for one configuration.
 
     A column the artifact's data does not have is a registry error (named with close matches), never `not-run`;
-    a claim that is deliberately not computed says so with `not_run: <why>`.
+    a claim that is deliberately not computed says so with `not_run: <why>`.  The band is shown in the terms of
+    the comparison: '±10%' beside a relative difference; for a predicate, what was tested and whether it held.
     """
     band = claim["tolerance"].get(scale)
+    band_text = _band_text(band)
     kind = claim["kind"]
     if claim.get("not_run"):
         # a number the paper reports that we do not compute (e.g. a method whose definition is unstated): the
@@ -160,9 +246,9 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
             for row in claim["paper_table"]:
                 label = ",".join(f"{k}={v:g}" for k, v in zip(claim["keys"], row))
                 for col, paper in zip(claim["columns"], row[len(claim["keys"]):]):
-                    yield f"{claim['id']}[{label},{col}]", paper, float("nan"), "not-run", detail
+                    yield f"{claim['id']}[{label},{col}]", paper, float("nan"), "not-run", detail, band_text
         else:
-            yield claim["id"], claim.get("paper_value", "holds"), float("nan"), "not-run", detail
+            yield claim["id"], paper_text(claim), float("nan"), "not-run", detail, ""
         return
     if kind == "cells":
         keys, cols = claim["keys"], claim["columns"]
@@ -175,26 +261,28 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
             for col, paper in zip(cols, paper_vals):
                 cid = f"{claim['id']}[{label},{col}]"
                 if sel.empty:
-                    yield cid, paper, float("nan"), "not-run", "no such row in the artifact's data"
+                    yield cid, paper, float("nan"), "not-run", "no such row in the artifact's data", band_text
                     continue
                 ours = float(sel[col].mean())
                 if band is None:
-                    yield cid, paper, ours, "not-comparable", f"no band at scale {scale}"
+                    yield cid, paper, ours, "not-comparable", f"no band at scale {scale}", band_text
+                elif math.isnan(ours):
+                    yield (cid, paper, ours, "not-reproduced",
+                           f"our value is undefined (nan); the paper's is {_fmt(paper)}", band_text)
                 else:
                     ok = within(ours, paper, band)
-                    ratio = f"ratio {ours / paper:.3g}" if paper else f"ours {_fmt(ours)}"
                     yield (cid, paper, ours, "reproduced" if ok else "not-reproduced",
-                           ratio if ok else f"{ratio}, outside {_band_text(band)}")
+                           f"{_off_by(ours, paper, band)}, {'within' if ok else 'outside'} {band_text}", band_text)
     elif kind == "value":
         require_columns(data, [claim["column"]], claim=claim["id"], field="column", source=source)
         sel = _where(data, claim, source, judged=band is not None)
         paper = claim["paper_value"]
         if sel.empty:
-            yield claim["id"], paper, float("nan"), "not-run", "no such row in the artifact's data"
+            yield claim["id"], paper, float("nan"), "not-run", "no such row in the artifact's data", band_text
             return
         ours = float(sel[claim["column"]].mean())
         if band is None:
-            yield claim["id"], paper, ours, "not-comparable", f"no band at scale {scale}"
+            yield claim["id"], paper, ours, "not-comparable", f"no band at scale {scale}", band_text
             return
         if isinstance(paper, str):
             raise ValueError(f"claim {claim['id']}: paper_value must be a number for kind 'value'")
@@ -202,41 +290,43 @@ def _claim_rows(claim: dict, data: pd.DataFrame, scale: str, source: str):
         if math.isnan(ours):
             miss = f"our value is undefined (nan: not reached or not computed in this run); the paper's is {_fmt(paper)}"
         else:
-            miss = f"{_fmt(ours)}{rows} vs the paper's {_fmt(paper)}: " + (
-                f"ratio {ours / paper:.3g}" if paper else f"off by {_fmt(ours - paper)}") + f", outside {_band_text(band)}"
+            miss = (f"{_fmt(ours)}{rows} vs the paper's {_fmt(paper)}: {_off_by(ours, paper, band)}, "
+                    f"outside {band_text}")
         if within(ours, paper, band):
-            yield claim["id"], paper, ours, "reproduced", ""
+            yield claim["id"], paper, ours, "reproduced", f"{_off_by(ours, paper, band)}, within {band_text}", band_text
         elif claim.get("qualitative"):
             ok, why = _holds(sel, claim, "qualitative", source)
             if ok:
-                yield claim["id"], paper, ours, "reproduced-qualitatively", f"qualitative check holds: {claim['qualitative']}"
+                yield (claim["id"], paper, ours, "reproduced-qualitatively",
+                       f"{miss}; qualitative check holds: {claim['qualitative']}", band_text)
             else:
-                yield claim["id"], paper, ours, "not-reproduced", f"{miss}; qualitative check {claim['qualitative']} {why}"
+                yield (claim["id"], paper, ours, "not-reproduced",
+                       f"{miss}; qualitative check {claim['qualitative']} {why}", band_text)
         else:
-            yield claim["id"], paper, ours, "not-reproduced", miss
+            yield claim["id"], paper, ours, "not-reproduced", miss, band_text
     else:  # predicate
         sel = _where(data, claim, source, judged=band is not None)
+        paper = paper_text(claim)
+        tested = f"tested {claim['expr']}"
         if sel.empty:
-            yield claim["id"], claim.get("paper_value", "holds"), "", "not-run", "no rows selected"
+            yield claim["id"], paper, "", "not-run", "no rows selected", f"{tested}: no rows"
             return
         ok, detail = _holds(sel, claim, "expr", source)
-        if claim.get("ours"):
-            ours = "; ".join(_fmt(v) for v in np.atleast_1d(_evaluate(sel, claim, "ours", source)))
-        else:
-            ours = "holds" if ok else "fails"
-        paper = claim.get("paper_value", "holds")
+        ours = _predicate_ours(sel, claim, source) if claim.get("ours") else ("holds" if ok else "fails")
+        held = f"{tested}: {'holds' if ok else 'fails'}"
         if band is None:
-            yield claim["id"], paper, ours, "not-comparable", f"no band at scale {scale}; {detail}"
+            yield claim["id"], paper, ours, "not-comparable", f"no band at scale {scale}; {detail}", held
         elif ok:
-            yield claim["id"], paper, ours, "reproduced", detail
+            yield claim["id"], paper, ours, "reproduced", detail, held
         elif claim.get("qualitative"):
             q_ok, q_detail = _holds(sel, claim, "qualitative", source)
+            q_held = f"{held}; qualitative {claim['qualitative']}: {'holds' if q_ok else 'fails'}"
             if q_ok:
-                yield claim["id"], paper, ours, "reproduced-qualitatively", f"{detail}; qualitative check holds"
+                yield claim["id"], paper, ours, "reproduced-qualitatively", f"{detail}; qualitative check holds", q_held
             else:
-                yield claim["id"], paper, ours, "not-reproduced", f"{detail}; qualitative check {q_detail}"
+                yield claim["id"], paper, ours, "not-reproduced", f"{detail}; qualitative check {q_detail}", q_held
         else:
-            yield claim["id"], paper, ours, "not-reproduced", detail
+            yield claim["id"], paper, ours, "not-reproduced", detail, held
 
 
 def artifact_configurations(registry, paper: str, artifact: str, scale: str | None = None) -> list[str]:
@@ -270,21 +360,25 @@ def _data_kind(claim: dict, data_status: dict | None, source: str) -> tuple[bool
 
 def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str, artifact: str, scale: str,
                     data_status: dict | None, source: str | None = None,
-                    configurations: list[str] | None = None) -> pd.DataFrame:
+                    configurations: list[str] | None = None, fitted: dict[str, str] | None = None) -> pd.DataFrame:
     """Scorecard rows of one artifact.  `data` is the artifact's CSV (None when it was not built).
 
     `source` names the registry file in error messages (default: config/papers/<paper>.yaml).
     `configurations` (see `artifact_configurations`) labels the rows of data without a `configuration` column,
-    so that no row has a blank configuration.
+    so that no row has a blank configuration.  `fitted` (`fedrepro.scorecard.reasons.fitted_configurations`):
+    configuration -> the values it reads off this artifact; a row judged under one that would be `reproduced` is
+    `consistent-fitted`.
     """
     source = source or claim_source(paper)
     label = ", ".join(configurations or []) or "(one)"
+    fitted = fitted or {}
     rows = []
     for claim in claims:
         stand_in, data_label, caveat = _data_kind(claim, data_status, source)
         if data is None:
-            rows.append([paper, claim["id"], artifact, claim["statement"], claim.get("paper_value", ""), "", "not-run",
-                         label, data_label, scale, _band_text(claim["tolerance"].get(scale)), "artifact not built"])
+            rows.append([paper, claim["id"], artifact, claim["statement"], paper_text(claim), "", "not-run",
+                         label, data_label, scale, _band_text(claim["tolerance"].get(scale)), "artifact not built",
+                         "artifact not built"])
             continue
         if "configuration" in data:
             configs = claim.get("configurations") or list(dict.fromkeys(data["configuration"]))
@@ -292,13 +386,27 @@ def evaluate_claims(claims: list[dict], data: pd.DataFrame | None, *, paper: str
             configs = [None]
         for config in configs:
             sub = data if config is None else data[data["configuration"] == config]
-            for cid, paper_value, ours, verdict, detail in _claim_rows(claim, sub, scale, source):
+            row_config = config or label
+            shortfall = regime_shortfall(claim, sub, source)
+            for cid, paper_value, ours, verdict, detail, band in _claim_rows(claim, sub, scale, source):
+                reason = ""
                 if stand_in and verdict != "not-run":
                     verdict, detail = "not-comparable", "stand-in data; " + detail
-                elif caveat and verdict != "not-run":
+                    reason = "stand-in data: the real dataset is not available here"
+                elif verdict == "not-comparable":
+                    reason = detail
+                elif shortfall and verdict != "not-run":
+                    verdict, reason = "not-comparable", shortfall
+                elif verdict == "reproduced" and fitted_reason(fitted, row_config):
+                    verdict, reason = "consistent-fitted", fitted_reason(fitted, row_config)
+                elif verdict in MISSES:
+                    reason = miss_reason(claim, row_config)
+                elif verdict == "not-run":
+                    reason = detail
+                if caveat and verdict != "not-run" and not stand_in:
                     detail = caveat + detail
                 rows.append([paper, cid, artifact, claim["statement"], _fmt(paper_value), _fmt(ours), verdict,
-                             config or label, data_label, scale, _band_text(claim["tolerance"].get(scale)), detail])
+                             row_config, data_label, scale, band, detail, reason])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -312,7 +420,7 @@ def unbuilt_artifact_rows(registry, scale: str) -> pd.DataFrame:
                 continue
             configs = ", ".join(artifact_configurations(registry, paper, artifact)) or "(one)"
             for claim in registry.claims(paper, artifact):
-                rows.append([paper, claim["id"], artifact, claim["statement"], _fmt(claim.get("paper_value", "")), "",
-                             "not-run", configs, "", scale, _band_text(claim["tolerance"].get(scale)),
-                             f"artifact built only at scale(s) {', '.join(entry['scales'])}"])
+                why = f"artifact built only at scale(s) {', '.join(entry['scales'])}"
+                rows.append([paper, claim["id"], artifact, claim["statement"], paper_text(claim), "",
+                             "not-run", configs, "", scale, _band_text(claim["tolerance"].get(scale)), why, why])
     return pd.DataFrame(rows, columns=COLUMNS)

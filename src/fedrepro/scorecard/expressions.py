@@ -329,7 +329,7 @@ def _compile(text: str, field: str, known_columns: frozenset[str] | None) -> Exp
         checker.visit(tree)
     except _Refused as refused:
         return refused
-    if field == "where":
+    if field.endswith("where"):   # a `where` or a `regime.where`: row by row
         tree = ast.fix_missing_locations(_ElementWise().visit(tree))
     return Expression(text=text, field=field, columns=frozenset(checker.columns),
                       code=compile(tree, f"<claim {field}>", "eval"))
@@ -359,6 +359,21 @@ def _artifact_columns(entry: Mapping, columns: Mapping | None, paper: str, artif
     return entry.get("columns")
 
 
+def claim_expressions(claim: Mapping) -> list[tuple[str, str]]:
+    """(field, text) of every expression a claim holds: where/expr/ours/qualitative, an `ours:` mapping's
+    expressions and the `regime:`'s."""
+    out = []
+    for field in FIELDS:
+        value = claim.get(field)
+        if isinstance(value, Mapping):
+            out += [(f"{field}.{label}", str(text)) for label, text in value.items()]
+        elif value is not None:
+            out.append((field, value))
+    regime = claim.get("regime") or {}
+    out += [(f"regime.{k}", regime[k]) for k in ("where", "expr") if regime.get(k)]
+    return out
+
+
 def validate_claim_expressions(registry, columns: Mapping[tuple[str, str], Iterable[str]] | None = None) -> None:
     """Check every claim expression of every registry before any job runs.
 
@@ -368,17 +383,19 @@ def validate_claim_expressions(registry, columns: Mapping[tuple[str, str], Itera
     problem, each with the file, the claim id and a did-you-mean suggestion where one exists.
     """
     papers = registry.papers if hasattr(registry, "papers") else registry
+    if hasattr(registry, "papers"):
+        from fedrepro.scorecard.reasons import check_claim_keys
+
+        check_claim_keys(registry)   # sources, miss links, list values keyed like the paper's
     problems: list[ClaimExpressionError] = []
     for paper, reg in papers.items():
         source = claim_source(paper)
         for claim in reg.get("claims", []):
             entry = reg.get("artifacts", {}).get(claim.get("artifact"), {})
             known = _artifact_columns(entry, columns, paper, claim.get("artifact"))
-            for field in FIELDS:
-                if claim.get(field) is None:
-                    continue
+            for field, text in claim_expressions(claim):
                 try:
-                    compile_expression(claim[field], field=field, claim=claim["id"], source=source, columns=known)
+                    compile_expression(text, field=field, claim=claim["id"], source=source, columns=known)
                 except ClaimExpressionError as exc:
                     problems.append(exc)
             if known is not None and not claim.get("not_run"):

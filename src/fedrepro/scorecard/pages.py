@@ -19,14 +19,19 @@ import pandas as pd
 
 from fedrepro.plotting.tables import markdown_table, markdown_to_html
 from fedrepro.scorecard.evaluate import COLUMNS, VERDICTS
+from fedrepro.scorecard.reasons import REF as _REF
+from fedrepro.scorecard.reasons import linked_markdown
 
-VERDICT_COLOURS = {"reproduced": "#1a7f37", "reproduced-qualitatively": "#9a6700", "not-reproduced": "#cf222e",
-                   "not-comparable": "#57606a", "not-run": "#8c959f"}
+VERDICT_COLOURS = {"reproduced": "#1a7f37", "consistent-fitted": "#0969da", "reproduced-qualitatively": "#9a6700",
+                   "not-reproduced": "#cf222e", "not-comparable": "#57606a", "not-run": "#8c959f"}
 VERDICT_MEANING = {
     "reproduced": "within the claim's band at this scale (or the stated property holds)",
+    "consistent-fitted": "within the band, but under values read off the same table or figure (a consistency check, "
+                         "not a reproduction)",
     "reproduced-qualitatively": "outside the band, but the claim's qualitative check holds",
     "not-reproduced": "neither",
-    "not-comparable": "stand-in data, or a scale where the claim has no band",
+    "not-comparable": "stand-in data, a scale where the claim has no band, or a run below the regime the claim "
+                      "needs (e.g. a target accuracy at chance level)",
     "not-run": "the number could not be computed here (artifact not built at this scale, row missing, not implemented)",
 }
 NOT_JUDGED = "not judged"
@@ -103,7 +108,10 @@ def verdict_counts(claims: pd.DataFrame, papers: list[str] | None = None) -> pd.
 def claims_markdown(claims: pd.DataFrame, scale: str, papers: list[str] | None = None) -> str:
     out = [f"# Claims scorecard — scale `{scale}`", "",
            "Each row: one number or statement of a paper, our value, and the verdict "
-           "(reproduced / reproduced-qualitatively / not-reproduced / not-comparable / not-run).", ""]
+           "(reproduced / consistent-fitted / reproduced-qualitatively / not-reproduced / not-comparable / not-run). "
+           "`consistent-fitted` rows were judged under values read off the same table or figure and are counted "
+           "apart from `reproduced`. `reason` gives the cause of every miss (a named assumption, this scale's budget, "
+           "the paper's own inconsistency, or a defect) with the section that explains it.", ""]
     if claims.empty:
         return "\n".join(out + ["No claims at this scale."]) + "\n"
     out += ["## Summary", "", markdown_table(verdict_counts(claims, papers)), ""]
@@ -112,8 +120,10 @@ def claims_markdown(claims: pd.DataFrame, scale: str, papers: list[str] | None =
         sub = claims[claims["paper"] == paper]
         if sub.empty:
             continue
-        out += [f"## {paper}", "", markdown_table(sub[["claim", "configuration", "paper_value", "our_value", "verdict",
-                                                       "band", "data", "statement"]]), ""]
+        shown = sub.assign(reason=sub["reason"].map(lambda r: linked_markdown(r, "../../"))) \
+            if "reason" in sub else sub.assign(reason="")
+        out += [f"## {paper}", "", markdown_table(shown[["claim", "configuration", "paper_value", "our_value", "verdict",
+                                                         "band", "reason", "data", "statement"]]), ""]
     return "\n".join(out)
 
 
@@ -211,6 +221,56 @@ def write_assumption_tables(registry, scale: str, claims: pd.DataFrame, files: d
 
 def assumption_files(scale: str, paper: str) -> dict[str, str]:
     return {ext: f"results/{scale}/{paper}/tables/assumptions.{ext}" for ext in ("csv", "md")}
+
+
+# ---- one sentence per paper --------------------------------------------------------------------------------
+_JUDGED = ("reproduced", "consistent-fitted", "reproduced-qualitatively", "not-reproduced")
+CAUSE_WORDS = {"assumption": "a reading of what the paper leaves open", "budget": "this scale's budget",
+               "paper-inconsistency": "the paper's own inconsistency", "defect": "a defect of ours"}
+
+
+def paper_summary(paper: str, claims: pd.DataFrame) -> tuple[str, list[str]]:
+    """(one sentence on what reproduces at this scale, what does not and why; the doc sections it cites, most
+    cited first) of one paper's scorecard rows."""
+    sub = claims[claims["paper"] == paper]
+    verdicts = sub["verdict"].value_counts()
+    judged = int(sum(verdicts.get(v, 0) for v in _JUDGED))
+    n = {v: int(verdicts.get(v, 0)) for v in VERDICTS}
+    if not judged:
+        return f"{paper}: no number is judged at this scale ({n['not-comparable']} not comparable, {n['not-run']} " \
+               "not run).", []
+    text = f"{paper}: {n['reproduced']} of {judged} judged numbers reproduce at this scale"
+    if n["consistent-fitted"]:
+        fitted = sorted(set(sub.loc[sub["verdict"] == "consistent-fitted", "artifact"]))
+        text += f", {n['consistent-fitted']} more agree only under values fitted to the same artifact ({', '.join(fitted)})"
+    if n["reproduced-qualitatively"]:
+        text += f", {n['reproduced-qualitatively']} only qualitatively"
+    misses = sub[sub["verdict"].isin(("not-reproduced", "reproduced-qualitatively"))]
+    causes = misses["reason"].map(lambda r: str(r).split(":", 1)[0]).value_counts() if "reason" in misses else None
+    refs: list[str] = []
+    if n["not-reproduced"]:
+        text += f"; {n['not-reproduced']} do not"
+    if causes is not None and len(misses):
+        named = [f"{int(k)} {CAUSE_WORDS[c]}" for c, k in causes.items() if c in CAUSE_WORDS]
+        if named:
+            text += f"; the causes of these {len(misses)} misses (not reproduced or only qualitatively): " + ", ".join(named)
+        counts: dict[str, int] = {}
+        for r in misses["reason"]:
+            for m in _REF.finditer(str(r)):
+                counts[m.group(0)] = counts.get(m.group(0), 0) + 1
+        refs = sorted(counts, key=lambda k: -counts[k])
+    regime = int(sub["reason"].astype(str).str.startswith("regime not reached").sum()) if "reason" in sub else 0
+    if n["not-comparable"]:
+        text += f"; {n['not-comparable']} are not comparable here"
+        if regime:
+            text += f" ({regime} because the run is below the regime the claim needs)"
+    return text + ".", refs
+
+
+def paper_summary_html(registry, paper: str, claims: pd.DataFrame, root: Path, here: Path) -> str:
+    text, refs = paper_summary(paper, claims)
+    links = ", ".join(linked_html(r, root, here) for r in refs[:4])
+    return html.escape(text) + (f" Why: {links}." if links else "")
 
 
 # ---- the landing page ---------------------------------------------------------------------------------------
@@ -365,12 +425,32 @@ def _counts_table(counts: pd.DataFrame) -> str:
     return f"<table class='counts'>{head}{''.join(body)}</table>"
 
 
-def _claims_table(sub: pd.DataFrame) -> str:
+def linked_html(text: str, root: Path, here: Path) -> str:
+    """Escaped text whose doc references ('docs/adept.md#table-3') are links relative to the page."""
+    out, last = [], 0
+    for m in _REF.finditer(text):
+        out.append(html.escape(text[last:m.start()]))
+        out.append(f"<a href='{_rel(root / m.group(1), here)}{m.group(2) or ''}'>{html.escape(m.group(0))}</a>")
+        last = m.end()
+    return "".join(out) + html.escape(text[last:])
+
+
+def _reason_cell(r, root: Path | None, here: Path | None) -> str:
+    """The reason (linked) and, below it, the mechanical detail it rests on."""
+    reason = str(getattr(r, "reason", "") or "")
+    detail = str(r.detail or "")
+    head = linked_html(reason, root, here) if root is not None and reason else html.escape(reason)
+    if reason and detail and detail != reason:
+        return f"{head}<br><small>{html.escape(detail)}</small>"
+    return head or html.escape(detail)
+
+
+def _claims_table(sub: pd.DataFrame, root: Path | None = None, here: Path | None = None) -> str:
     esc = html.escape
     rows = "".join(
         f"<tr><td><code>{esc(r.claim)}</code></td><td class='config'>{esc(r.configuration)}</td><td>{esc(r.paper_value)}</td>"
         f"<td>{esc(r.our_value)}</td><td>{esc(r.band) or '–'}</td>{_verdict_cell(r.verdict)}"
-        f"<td class='reason'>{esc(r.detail)}</td></tr>" for r in sub.itertuples())
+        f"<td class='reason'>{_reason_cell(r, root, here)}</td></tr>" for r in sub.itertuples())
     return ("<table class='claims'><tr><th>claim</th><th>configuration</th><th>paper</th><th>ours</th><th>band</th><th>verdict</th>"
             f"<th>reason</th></tr>{rows}</table>")
 
@@ -487,6 +567,8 @@ def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Pat
                                     f"{esc(VERDICT_MEANING[v])}" for v in VERDICTS) + "</p>")
     if not claims.empty:
         parts.append(_counts_table(verdict_counts(claims, papers)))
+        parts.append("<ul class='summary'>" + "".join(
+            f"<li>{paper_summary_html(registry, p, claims, root, here)}</li>" for p in papers) + "</ul>")
 
     parts.append(_leaderboard_section(root, scale, link, here))
 
@@ -494,6 +576,8 @@ def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Pat
     for p in papers:
         reg = registry.papers[p]
         parts.append(f"<h2 id='{esc(p)}'>{esc(p)}: {esc(reg['title'])}</h2>")
+        if not claims.empty:
+            parts.append(f"<p class='sub'>{paper_summary_html(registry, p, claims, root, here)}</p>")
         files = assumption_files(scale, p)
         block = (f"<div id='{esc(p)}-assumptions'><p>Assumption sensitivity (claim × alternative → verdict): "
                  f"{link(files['md'], 'assumptions.md')} · {link(files['csv'], 'assumptions.csv')}</p>")
@@ -537,6 +621,7 @@ def _artifact_html(registry, paper: str, artifact: str, scale: str, claims: pd.D
         summary = ", ".join(f"{n} {v}" for v, n in sub["verdict"].value_counts().reindex(VERDICTS).dropna()
                             .astype(int).items())
         opened = " open" if len(sub) <= 20 else ""
-        out.append(f"<details{opened}><summary>claims: {esc(summary)}</summary>{_claims_table(sub)}</details>")
+        out.append(f"<details{opened}><summary>claims: {esc(summary)}</summary>{_claims_table(sub, root, here)}"
+                   "</details>")
     out.append("</div>")
     return "\n".join(out)
