@@ -24,10 +24,10 @@ from pathlib import Path
 
 import yaml
 
-from fedrepro.workflow import plan
 from fedrepro.io import write_csv
 from fedrepro.registry.papers import Registry
 from fedrepro.runtime import limit_threads
+from fedrepro.workflow import plan
 
 
 def main() -> None:

@@ -12,10 +12,10 @@ import sys
 import pytest
 from conftest import snakemake
 
-from fedrepro.workflow import plan
 from fedrepro.registry.config import ConfigError
 from fedrepro.registry.papers import Registry
 from fedrepro.runtime import limit_threads
+from fedrepro.workflow import plan
 
 # An estimate of a run we have not measured (between the smoke and quick sizes) must be within this factor of its
 # measured CPU time (docs/cluster.md, 'Cost planning': the stated error of the model at the sizes we can afford).

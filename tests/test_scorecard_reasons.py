@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedrepro.registry import Registry
+from fedrepro.registry.papers import Registry
 from fedrepro.scorecard import evaluate_claims
 from fedrepro.scorecard.evaluate import paper_text
 from fedrepro.scorecard.reasons import check_ref, fitted_configurations

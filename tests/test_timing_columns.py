@@ -8,10 +8,10 @@ import io
 import pandas as pd
 import pytest
 
-from fedrepro.workflow import plan
 from fedrepro.io import TIMING_COLUMNS, TIMING_METRICS, timing_cells, without_timings, write_csv
 from fedrepro.registry.papers import Registry
 from fedrepro.runtime import compute_clock, limit_threads
+from fedrepro.workflow import plan
 
 
 def _csv(frame, path):

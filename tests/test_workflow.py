@@ -9,9 +9,9 @@ import sys
 import pytest
 from conftest import snakemake
 
-from fedrepro.workflow import plan
 from fedrepro.registry.config import SCALES
 from fedrepro.registry.papers import Registry
+from fedrepro.workflow import plan
 
 
 def _planned_rules(wd, *targets, scale="smoke"):

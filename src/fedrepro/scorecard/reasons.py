@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fedrepro.config import ConfigError
+from fedrepro.registry.config import ConfigError
 
 ORIGINS = ("paper-text", "authors-code", "other-artifact", "this-artifact", "assumption")
 CAUSES = ("assumption", "budget", "paper-inconsistency", "defect")
