@@ -29,6 +29,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast set
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_job_stops_when_its_starter_is_killed(tmp_path):
     out = tmp_path / "output.txt"
@@ -48,6 +49,7 @@ def test_job_stops_when_its_starter_is_killed(tmp_path):
         pass
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast set
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_job_runs_to_its_end_while_its_starter_lives(tmp_path):
     out = tmp_path / "output.txt"

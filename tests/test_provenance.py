@@ -120,6 +120,7 @@ def scratch_workflow(tmp_path):
     return tmp_path, run
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast set
 def test_the_printed_rebuild_command_repairs_the_file(scratch_workflow):
     """Apply the advice of the error message literally."""
     wd, run = scratch_workflow
@@ -138,6 +139,7 @@ def test_the_printed_rebuild_command_repairs_the_file(scratch_workflow):
     verify_inputs(["results/quick/p/runs/e/a.csv"], root=wd)
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast set
 def test_the_audit_repair_command_rebuilds_the_chain(scratch_workflow):
     wd, run = scratch_workflow
     (wd / "results/quick/p/runs/e/a.csv").write_text("x\n7\n")
@@ -219,6 +221,7 @@ def test_cli_audit_ends_with_the_repair_command(chain, capsys, monkeypatch):
                                "--config scale=quick")
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast set
 def test_cli_advice_for_an_unbuilt_artifact_builds_it(workdir):
     """`audit` of an artifact not built yet (here: one not built at the quick scale) prints a command; a dry run
     of exactly that command resolves."""

@@ -87,6 +87,7 @@ def _run(experiment, device, tmp_path):
     return ctx, rows, seen.devices
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast set
 @pytest.mark.parametrize("experiment", ["table1", "table2", "table3"])
 def test_runners_ask_ctx_device_and_compute_there(experiment, tmp_path):
     """A runner that never asks `ctx.device` stays on the CPU on a GPU node: `_device` is set only when it asks."""

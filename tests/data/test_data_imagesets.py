@@ -157,6 +157,7 @@ def _shared_archive() -> Path | None:
     return path if path and path.is_file() else None
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast set
 @pytest.mark.skipif(_shared_archive() is None, reason="the shared CIFAR-10 JPEG archive (data.images.cifar10) is absent")
 def test_the_shared_jpeg_archive_decodes_to_the_real_cifar10_train_statistics(tmp_path):
     """All 60,000 images, labels balanced, and the train set's channel means within 1e-3 of the official ones.

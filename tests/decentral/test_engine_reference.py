@@ -74,6 +74,7 @@ def _assert_identical(ref, new):
         assert ref.ledger.to_rows() == new.ledger.to_rows()
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast set
 @pytest.mark.parametrize("method", ["squarm", "choco_sign", "choco_topk", "vanilla"])
 @pytest.mark.parametrize("topology", ["ring", "torus"])
 def test_methods_match_without_the_kernels(method, topology):

@@ -1,6 +1,7 @@
 """Thesis Fig. 3.1's streamed ImageNet task: node batches from an image folder, streamed evaluation."""
 
 import numpy as np
+import pytest
 import torch
 from PIL import Image
 
@@ -50,6 +51,7 @@ def test_streamed_evaluation_equals_in_memory(tmp_path):
     assert abs(ev["train_loss"] - want) < 1e-5
 
 
+@pytest.mark.slow  # several seconds: kept out of the fast set
 def test_node_batches_feed_each_node_its_shard_and_training_learns(tmp_path):
     index = colour_folder(tmp_path)
     task = make_task(index)
