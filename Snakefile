@@ -11,12 +11,14 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-# The local-machine limits (profiles/default/config.yaml: one GPU job at a time, a wall-clock run alone) count only
+# The local-machine limits (profiles/default/config.yaml: one GPU job at a time, a wall-clock run alone; common.smk:
+# no more jobs than this machine's cores) count only
 # jobs that run on this machine: Snakemake tallies "local" resources of a job it submits to a cluster in that job
 # alone, so on SLURM nothing waits for a GPU or a wall-clock run (the `gpu` request still reaches sbatch).
 resource_scopes:
     gpu="local",
     machine="local",
+    host_cores="local",
 
 
 ROOT = Path(workflow.main_snakefile).resolve().parent

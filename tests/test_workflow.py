@@ -1,8 +1,10 @@
 """The workflow: dry runs at every scale, the smoke scale end to end, reruns on code changes, audit."""
 
+import contextlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -373,3 +375,40 @@ def test_wall_clock_runs_ran_alone(smoke_run):
         start, end = jobs[log]
         beside = [other for other, (s, e) in jobs.items() if other != log and s < end and e > start]
         assert not beside, f"{log} ran beside {beside}"
+
+
+@contextlib.contextmanager
+def _outputs_kept(paths):
+    """Copies of these run outputs and their sidecars, put back with their times afterwards (a test that reruns
+    them leaves the smoke build as it was): yields {output: its copy}."""
+    saved = {}
+    for csv in paths:
+        for f in (csv, csv.with_name(csv.name + ".prov.json")):
+            saved[f] = f.with_name(f.name + ".kept")
+            shutil.copy2(f, saved[f])
+    try:
+        yield saved
+    finally:
+        for f, copy in saved.items():
+            shutil.copy2(copy, f)
+            copy.unlink()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or shutil.which("taskset") is None,
+                    reason="needs os.sched_getaffinity and taskset (Linux)")
+def test_a_local_build_runs_no_more_jobs_at_once_than_its_cores(smoke_run):
+    """The README's `--cores 8`, in a process allowed one core (taskset), runs its jobs one after another:
+    common.smk's default `host_cores` limit is the cores the process may use, each job holding its threads (eight
+    one-thread jobs on a two-core machine share its caches and memory bandwidth for nothing)."""
+    runs = [f"results/smoke/thesis/runs/{e}/as-stated.csv" for e in ("fig4_1", "fig4_2", "fig3_4")]
+    with _outputs_kept([smoke_run / csv for csv in runs]):
+        proc = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), sys.executable, "-m", "snakemake",
+                               "--cores", "8", "-f", *runs, "--config", "scale=smoke"],
+                              cwd=smoke_run, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        jobs = _job_intervals(smoke_run)
+        ran = sorted(jobs[csv.replace("/runs/", "/logs/runs/").replace(".csv", ".log")] for csv in runs)
+        assert len(ran) == 3
+        for (_, end), (start, _) in zip(ran, ran[1:]):
+            assert start >= end, f"two jobs ran at once on one core: {ran}"
+    assert _planned_rules(smoke_run, "all") == {}

@@ -1,4 +1,5 @@
 # Config loading and validation, the artifact registry -> targets, and code dependencies derived from imports.
+import os
 from functools import lru_cache
 
 from snakemake.exceptions import WorkflowError
@@ -104,6 +105,15 @@ PAPERS = ("gcca", "cvfl", "thesis", "adept")
 # every other job takes one.  The limit is profiles/default/config.yaml's `resources: machine=1000`; the Snakefile
 # scopes it "local", so on a cluster nothing waits for such a run (it gets a node of its own: slurm_extra below).
 MACHINE_SLOTS = 1000
+
+# On one machine, no more jobs at once than the cores this process may use (a job holds as many as its threads):
+# `--cores 8` on a two-core machine would otherwise run eight one-thread jobs that share caches and memory bandwidth
+# for nothing.  The limit depends on the machine, which a profile cannot compute, so it is set here, the one write to
+# Snakemake's global resources (docs/architecture.md, "Profiles and job order"); `--resources host_cores=N` wins, and
+# the Snakefile scopes it "local", so a cluster build never counts it.
+HOST_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+if "host_cores" not in workflow.global_resources:
+    workflow.global_resources["host_cores"] = HOST_CORES
 
 
 @lru_cache(maxsize=None)

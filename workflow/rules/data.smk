@@ -32,6 +32,7 @@ rule data_fetch:
     resources:
         mem_mb=3000,
         machine=1,
+        host_cores=1,
     params:
         cfg=lambda wc: {
             "dataset": wc.dataset,
@@ -68,6 +69,7 @@ rule data_prepare:
     resources:
         mem_mb=4000,
         machine=1,
+        host_cores=1,
     params:
         cfg=lambda wc: {
             "dataset": wc.dataset,

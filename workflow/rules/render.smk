@@ -20,6 +20,7 @@ rule render_table:
     threads: 1
     resources:
         machine=1,
+        host_cores=1,
     params:
         nb=render_params,
         code=render_code,
@@ -83,6 +84,7 @@ rule render_leaderboard:
     threads: 1
     resources:
         machine=1,
+        host_cores=1,
     params:
         nb=lambda wc: {"plugins": list(config.get("comm", {}).get("plugins") or [])},
         code=code(
@@ -134,6 +136,7 @@ rule scorecard:
     localrule: True
     resources:
         machine=1,
+        host_cores=1,
     params:
         code=code(modules=("fedrepro.scorecard.outputs",)),
     run:

@@ -24,6 +24,7 @@ rule run:
         runtime=run_resource("runtime", 120),  # minutes (a cluster's time limit); registry `resources.runtime`
         gpu=run_resource("gpu", 0),
         machine=lambda wc: MACHINE_SLOTS if run_spec(wc)["alone"] else 1,
+        host_cores=lambda wc: min(run_spec(wc)["threads"], HOST_CORES),
         slurm_extra=slurm_extra,
     params:
         cfg=lambda wc: run_params(wc.paper, wc.experiment, wc.configuration, wc.scale),
