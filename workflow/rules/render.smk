@@ -95,7 +95,8 @@ rule render_leaderboard:
 
 
 rule scorecard:
-    """results/<scale>/claims.{csv,md}, each paper's assumption tables and the landing page index.html."""
+    """results/<scale>/claims.{csv,md}, each paper's assumption tables, the landing page index.html and the rst the
+    report opens with (workflow/report/workflow.rst includes it)."""
     input:
         claims=lambda wc: [
             REGISTRY.claims_file(p, a, wc.scale)
@@ -114,6 +115,12 @@ rule scorecard:
         csv="results/{scale}/claims.csv",
         md="results/{scale}/claims.md",
         html="results/{scale}/index.html",
+        summary=report(
+            "results/{scale}/report_summary.rst",
+            caption="../report/summary.rst",
+            category="0. verdicts",
+            labels={"artifact": "verdicts", "kind": "summary"},
+        ),
         assumptions=[
             f"results/{{scale}}/{p}/tables/assumptions.{x}"
             for p in PAPERS
@@ -123,6 +130,7 @@ rule scorecard:
             "results/{scale}/claims.csv.prov.json",
             "results/{scale}/claims.md.prov.json",
             "results/{scale}/index.html.prov.json",
+            "results/{scale}/report_summary.rst.prov.json",
             *[
                 f"results/{{scale}}/{p}/tables/assumptions.{x}.prov.json"
                 for p in PAPERS
