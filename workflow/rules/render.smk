@@ -39,13 +39,15 @@ use rule render_table as render_figure with:
 
 rule render_leaderboard:
     """The cross-paper leaderboard (config/leaderboard.yaml): every registered compressor through each work's
-    comparison setting, from the figures' runs (the papers' own compressors) and the board runs (every other one).
+    comparison setting, from the figures' runs (the papers' own compressors) and the board runs (every other one);
+    the figures' claims mark a setting below the regime the paper's claims need.
     """
     input:
         notebook="notebooks/leaderboard/leaderboard.py",
         runs=lambda wc: [
             f for fs in BOARD.run_files(wc.scale, REGISTRY).values() for f in fs
         ],
+        claims=lambda wc: list(BOARD.claims_files(wc.scale, REGISTRY).values()),
         registry="config/leaderboard.yaml",
         registries=BOARD.registries(),
     output:
