@@ -19,7 +19,7 @@
 # Baseline 1 round), so the energy cells have a band at paper scale only and the orderings are judged on models
 # that have barely trained; the 250-round run needs the GPU (paper scale).
 #
-# ADEPT (Ozkara et al.); spec `shared/specs/adept.md`, decisions `docs/adept.md`. The sizes we ran are the run
+# ADEPT (Ozkara et al.); decisions `docs/adept.md`. The sizes we ran are the run
 # parameters in the table's header and the registry.
 
 # %% tags=["parameters"]

@@ -514,9 +514,8 @@ def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Pat
     for p in papers:
         reg = registry.papers[p]
         docs = _doc_links(root, p, here)
-        parts.append(f"<li><a href='#{esc(p)}'><b>{esc(p)}</b></a>: {esc(reg['title'])}. "
-                     f"Specification <code>{esc(reg['spec'])}</code>"
-                     + (f"; decisions: {', '.join(docs)}" if docs else "") + ".</li>")
+        parts.append(f"<li><a href='#{esc(p)}'><b>{esc(p)}</b></a>: {esc(reg['title'])}."
+                     + (f" Decisions: {', '.join(docs)}." if docs else "") + "</li>")
     parts.append("</ol>")
 
     # table of contents
