@@ -15,7 +15,7 @@
 # 0.8438 (q = 3 best; q = 2 never reaches the level).
 #
 # We compute R from the trial-mean curves of the Fig. 4 runs (the paper's Sec. V-A.3), per configuration, with the paper's value
-# beside ours; also the motivating arithmetic of Sec. III-B (claim C27) and a Monte-Carlo check of the compressor's
+# beside ours; also the motivating arithmetic of Sec. III-A (claim C27) and a Monte-Carlo check of the compressor's
 # Facts 1-2 (claim C28).
 
 # %% tags=["parameters"]

@@ -169,7 +169,7 @@ def fig8(runs: pd.DataFrame, from_step: int = 5) -> pd.DataFrame:
 
 
 def motivating_example(J: int = 10**6, K: int = 300) -> dict:
-    """Sec. III-B / C27: one J x K full-precision message, in bits, bytes and GB (10^9 bytes), via the comm ledger."""
+    """Sec. III-A / C27: one J x K full-precision message, in bits, bytes and GB (10^9 bytes), via the comm ledger."""
     from fedrepro.comm import BitLedger, get_compressor
 
     msg = get_compressor("identity")(np.zeros((1, K)), batched=True)  # one row of the message
