@@ -222,3 +222,37 @@ def test_not_reached_is_drawn_not_left_empty():
     assert "not reached" in texts and "n/a" in texts and " #1" in texts
     assert sum(bool(isinstance(p, Rectangle) and p.get_hatch()) for p in ax.patches) == 1
     assert "lower is better" in ax.get_title()
+
+
+def test_a_setting_below_its_claims_regime_is_marked_in_the_table_and_on_the_figure(tmp_path):
+    """thesis Fig. 3.2's target near chance: its savings claims are not-comparable ("regime not reached"), so the
+    leaderboard's ch3 column carries † in the Markdown and a note on its panel; a setting whose claims reach their
+    regime (ch4 here) and a configuration the leaderboard does not read stay unmarked."""
+    from fedrepro.scorecard.reasons import NOT_REACHED
+
+    why = "bits to a Top-1 target say something about the paper's 90 % only at a target of 45 % or more"
+    claims = {
+        "ch3": pd.DataFrame({"claim": ["C3.5", "C3.6", "C3.7"], "configuration": ["as-stated"] * 3,
+                             "verdict": ["not-comparable", "not-comparable", "reproduced"],
+                             "reason": [f"{NOT_REACHED}: {why} (tested target >= 0.45: target=0.109)"] * 2 + [""]}),
+        "ch4": pd.DataFrame({"claim": ["C4.1", "C4.1"], "configuration": ["as-stated", "calibrated"],
+                             "verdict": ["reproduced", "not-comparable"], "reason": ["", f"{NOT_REACHED}: other"]})}
+    files = {}
+    for name, frame in claims.items():
+        files[name] = f"{name}.csv"
+        frame.to_csv(tmp_path / files[name], index=False)
+    settings = {"ch3": {"label": "thesis Fig. 3.2", "value": "bits to target", "own": {"configuration": "as-stated"}},
+                "ch4": {"label": "thesis Fig. 4.1", "value": "bits to tau", "own": {"configuration": "as-stated"}}}
+    regime = board_module.below_regime(tmp_path, files, settings)
+    assert regime == {"ch3": f"thesis Fig. 3.2, claims C3.5, C3.6: {why}"}
+
+    frame = pd.DataFrame([
+        {"setting": s, "column": "bits", "compressor": "topk", "label": "TopK", "value": v, "note": "",
+         "method": "topk", "source": "figure", "own": True} for s, v in (("ch3", 5.0), ("ch4", 3.0))])
+    md = board_module.markdown(frame, settings, "quick", regime)
+    assert "| thesis Fig. 3.2: bits (lower is better) † |" in md.replace("  ", " ")
+    assert "thesis Fig. 4.1: bits (lower is better) |" in md
+    assert f"{board_module.BELOW_REGIME}: thesis Fig. 3.2, claims C3.5, C3.6" in md
+    fig = board_module.figure(frame, settings, regime=regime)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert board_module.BELOW_REGIME in titles[0] and board_module.BELOW_REGIME not in titles[1]

@@ -16,7 +16,7 @@
 # and behaves like local; in between it beats both; the learned σ grows with σ*. Local and global are Riemannian
 # GD where run (paper scale), else their closed forms.
 #
-# ADEPT (Ozkara et al.); spec `shared/specs/adept.md`, decisions `docs/adept.md`. The sizes we ran are the run
+# ADEPT (Ozkara et al.); decisions `docs/adept.md`. The sizes we ran are the run
 # parameters in the table's header and the registry.
 
 # %% tags=["parameters"]

@@ -15,7 +15,7 @@
 # local). Ours: the first 16 samples of the client, High-sample setting, seed 0, the same sampler noise for the
 # three methods.
 #
-# ADEPT (Ozkara et al.); spec `shared/specs/adept.md`, decisions `docs/adept.md`. The sizes we ran are the run
+# ADEPT (Ozkara et al.); decisions `docs/adept.md`. The sizes we ran are the run
 # parameters in the table's header and the registry.
 
 # %% tags=["parameters"]

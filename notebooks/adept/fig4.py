@@ -14,7 +14,7 @@
 # The paper: ADEPT-DGM's worst client is much better than the other methods' worst clients, and its spread over
 # clients is lower (every seed pooled here).
 #
-# ADEPT (Ozkara et al.); spec `shared/specs/adept.md`, decisions `docs/adept.md`. The sizes we ran are the run
+# ADEPT (Ozkara et al.); decisions `docs/adept.md`. The sizes we ran are the run
 # parameters in the table's header and the registry.
 
 # %% tags=["parameters"]

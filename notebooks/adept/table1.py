@@ -14,7 +14,7 @@
 # The paper: energy captured (%) of a linear auto-encoder at three heterogeneity levels σ* (SNR 6, 12, 20 dB);
 # ADEPT-AE above global and local training at every level and above the Baseline at 12 and 20 dB.
 #
-# ADEPT (Ozkara et al.); spec `shared/specs/adept.md`, decisions `docs/adept.md`. The sizes we ran are the run
+# ADEPT (Ozkara et al.); decisions `docs/adept.md`. The sizes we ran are the run
 # parameters in the table's header and the registry.
 
 # %% tags=["parameters"]

@@ -14,7 +14,7 @@
 # The paper: energy captured (%) with Low / High latent size; ADEPT-AE above FedAvg and local training in every
 # cell. The Baseline: 10 clients holding a whole class each.
 #
-# ADEPT (Ozkara et al.); spec `shared/specs/adept.md`, decisions `docs/adept.md`. The sizes we ran are the run
+# ADEPT (Ozkara et al.); decisions `docs/adept.md`. The sizes we ran are the run
 # parameters in the table's header and the registry.
 
 # %% tags=["parameters"]

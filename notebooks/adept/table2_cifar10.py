@@ -13,13 +13,13 @@
 #
 # The paper: ADEPT-AE above FedAvg and local training, and (High latent) close to the Baseline trained on 20 times
 # more samples. CIFAR-10 is the re-encoded JPEG copy of the real images (`data: real-reencoded`, `docs/data.md`)
-# where the shared archive is configured, else a marked stand-in (then every claim is not comparable).
+# where a local copy is configured, else a marked stand-in (then every claim is not comparable).
 #
 # **Why ours differs (budget).** Quick runs 10 clients for 4 of the paper's 250 rounds (σ adapts from round 2, the
 # Baseline 1 round), so the energy cells have a band at paper scale only and the orderings are judged on models
 # that have barely trained; the 250-round run needs the GPU (paper scale).
 #
-# ADEPT (Ozkara et al.); spec `shared/specs/adept.md`, decisions `docs/adept.md`. The sizes we ran are the run
+# ADEPT (Ozkara et al.); decisions `docs/adept.md`. The sizes we ran are the run
 # parameters in the table's header and the registry.
 
 # %% tags=["parameters"]

@@ -15,7 +15,7 @@
 # per client and averaged; without Inception weights our features come from an MNIST network (the
 # `feature_extractor` column), so only the rankings are comparable.
 #
-# ADEPT (Ozkara et al.); spec `shared/specs/adept.md`, decisions `docs/adept.md`. The sizes we ran are the run
+# ADEPT (Ozkara et al.); decisions `docs/adept.md`. The sizes we ran are the run
 # parameters in the table's header and the registry.
 
 # %% tags=["parameters"]

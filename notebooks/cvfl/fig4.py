@@ -14,8 +14,8 @@
 # The paper: for both numbers of parties, smaller b reaches higher accuracy at lower cost; M = 12 costs more in
 # total.
 #
-# C-VFL (Castiglia et al., ICML 2022); spec `shared/specs/cvfl.md`, decisions `docs/cvfl.md`. Costs use the
-# paper's formula (cvfl.md §3.5). Targets are the paper's at paper scale; at quick and smoke scale (stand-in data)
+# C-VFL (Castiglia et al., ICML 2022); decisions `docs/cvfl.md`. Costs use the
+# paper's formula (docs/comm.md, "4. Ledger and conventions"). Targets are the paper's at paper scale; at quick and smoke scale (stand-in data)
 # they are relative (A-22), a fraction of the uncompressed runs' max: both from the registry's `parameters:` of
 # this artifact.
 

@@ -14,8 +14,8 @@
 # The paper: vector quantization reaches the target at the lowest cost; scalar quantization and top-k at b = 2
 # never reach it (Q = 10, M = 4, 5 runs).
 #
-# C-VFL (Castiglia et al., ICML 2022); spec `shared/specs/cvfl.md`, decisions `docs/cvfl.md`. Costs use the
-# paper's formula (cvfl.md §3.5). Targets are the paper's at paper scale; at quick and smoke scale (stand-in data)
+# C-VFL (Castiglia et al., ICML 2022); decisions `docs/cvfl.md`. Costs use the
+# paper's formula (docs/comm.md, "4. Ledger and conventions"). Targets are the paper's at paper scale; at quick and smoke scale (stand-in data)
 # they are relative (A-22), a fraction of the uncompressed runs' max: both from the registry's `parameters:` of
 # this artifact.
 

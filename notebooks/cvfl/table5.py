@@ -14,8 +14,8 @@
 # The paper: with vector quantization b = 3, more local iterations reach the target sooner, and the gain over Q =
 # 1 grows with the round latency t_c (t_comp = 10 ms per local iteration).
 #
-# C-VFL (Castiglia et al., ICML 2022); spec `shared/specs/cvfl.md`, decisions `docs/cvfl.md`. Costs use the
-# paper's formula (cvfl.md §3.5). Targets are the paper's at paper scale; at quick and smoke scale (stand-in data)
+# C-VFL (Castiglia et al., ICML 2022); decisions `docs/cvfl.md`. Costs use the
+# paper's formula (docs/comm.md, "4. Ledger and conventions"). Targets are the paper's at paper scale; at quick and smoke scale (stand-in data)
 # they are relative (A-22), a fraction of the uncompressed runs' max: both from the registry's `parameters:` of
 # this artifact.
 

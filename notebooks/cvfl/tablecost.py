@@ -12,11 +12,11 @@
 # # Cost check: the paper's printed costs and times from the recovered formula
 #
 # No data and no training: for every cost the paper prints (Tables 2, 3, 4, D.1), Figure 4's per-epoch costs and
-# Table 5's times and speed-ups, the recovered formula (cvfl.md §3.5) or time model (§4 item 9) at the spec's
+# Table 5's times and speed-ups, the recovered formula (docs/comm.md, "4. Ledger and conventions") or time model (docs/cvfl.md) at the derived
 # derived mean epochs (§3.6, §5), computed by `fedrepro.cvfl.costcheck` through the functions every run uses,
 # beside the printed number. The same at every scale.
 #
-# Spec `shared/specs/cvfl.md`, decisions `docs/cvfl.md`.
+# Decisions `docs/cvfl.md`.
 
 # %% tags=["parameters"]
 root = None  # repository root; None: searched upwards from the working directory

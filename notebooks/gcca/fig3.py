@@ -15,7 +15,7 @@
 # CuteMaxVar (3 bits, SGD batch 150) converge to the optimal value v* at essentially the same rate, from the MVLSA warm
 # start and from a random ("randn") start, while MVLSA alone stays well above v*.
 #
-# We run the same algorithms on the same synthetic views (spec §5.1; randn start) and plot trial means with
+# We run the same algorithms on the same synthetic views (the paper's Sec. V-A.4; randn start per gcca:A-19, docs/gcca.md) and plot trial means with
 # v* (exact eigen-solution) and the MVLSA cost. The sizes, trials and iterations of this scale are printed below the
 # figure; the rows under it are what the claims C1-C3 read.
 

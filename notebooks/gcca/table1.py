@@ -14,8 +14,8 @@
 # The paper's Table I gives CR = 1 − q R_C / (32 R_A) to reach 1.5 v* for q = 2, 3, 4, 5 bits: –, 0.9062, 0.8681,
 # 0.8438 (q = 3 best; q = 2 never reaches the level).
 #
-# We compute R from the trial-mean curves of the Fig. 4 runs (spec §4.3), per configuration, with the paper's value
-# beside ours; also the motivating arithmetic of §3.8 (claim C27) and a Monte-Carlo check of the compressor's
+# We compute R from the trial-mean curves of the Fig. 4 runs (the paper's Sec. V-A.3), per configuration, with the paper's value
+# beside ours; also the motivating arithmetic of Sec. III-A (claim C27) and a Monte-Carlo check of the compressor's
 # Facts 1-2 (claim C28).
 
 # %% tags=["parameters"]

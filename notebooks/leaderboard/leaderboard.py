@@ -18,7 +18,9 @@
 # vectors with a fixed seed.  The papers' own compressors carry their figure's numbers (bold, ★); every other one
 # comes from a board run in the same setting (sizes: docs/architecture.md, "The leaderboard").  A cell says
 # "n/a: <why>" where a compressor does not apply (its factory needs a parameter the setting does not offer, or the
-# engine refuses it).
+# engine refuses it).  A column marked † is below the regime its paper's claims need at this scale (read from the
+# figure's claims: thesis Fig. 3.2's target near chance makes its savings claims not-comparable); its ranks compare
+# the compressors at this scale's target, not the paper's.
 
 # %% tags=["parameters"]
 root = None  # repository root; None: searched upwards from the working directory

@@ -14,7 +14,7 @@
 # ResNet-20 (option-A shortcuts, A-27) on 8 nodes on a ring, iid shards, SQuARM-SGD with H = 5, Sign∘TopK 1% per
 # tensor and the CIFAR trigger schedule; CHOCO-SGD Sign / TopK 1% and vanilla. At quick scale
 # this is a CPU proxy (reduced network and run, trigger scale calibrated by A-22; the registry's quick params) on the
-# re-encoded CIFAR-10 images (`data: real-reencoded`; the stand-in where the shared archive is absent). The paper
+# re-encoded CIFAR-10 images (`data: real-reencoded`; the stand-in where no local copy is configured). The paper
 # reports ≈40× fewer bits than CHOCO and ≈3000× fewer than vanilla at Top-1 90%.
 #
 # **Why ours differs (budget, not the split ch3:A-40).** The quick proxy (ResNet-8 at width 4, 80 iterations) stays
@@ -59,7 +59,7 @@ configurations_table(art)
 # Savings are baseline / SQuARM at the first evaluation reaching the target (A-37; A-49 falls back to the loosest level
 # every method reaches). `trigger_rate` is the fraction of (node, sync round) pairs that transmitted: with a rate
 # of 1 the trigger saved nothing and SQuARM's advantage is the compressor plus its H local steps alone. The scorecard judges the
-# paper band (within ×3 under B32, B64idx or Blog) and, qualitatively, the spec's proxy band.
+# paper band (within ×3 under B32, B64idx or Blog) and, qualitatively, the pre-registered proxy band.
 
 # %%
 differences(art)

@@ -11,7 +11,7 @@
 # %% [markdown]
 # # Thesis Figure 3.3 — CIFAR-10 through a 100 Kbps link (§3.5.3)
 #
-# The Fig. 3.2 runs priced by the link model (spec §4, A-34..A-36): each node broadcasts on its own 100 Kbps uplink,
+# The Fig. 3.2 runs priced by the link model (thesis Sec. 3.5.3; ch3:A-34..A-36 in docs/thesis_ch3.md): each node broadcasts on its own 100 Kbps uplink,
 # rounds are synchronous, so the airtime is Σ_rounds max_i bits_i / R; the wall clock adds τ_comp per iteration (the
 # measured batched step time divided by n: the nodes compute in parallel) and τ_oh = 0.01 s per round with a
 # transmission. ERRATA E-4: panel (b) is drawn both as bars (time to target) and as accuracy vs wall-clock. The
@@ -59,7 +59,7 @@ configurations_table(art)
 # Savings are baseline / SQuARM at the first evaluation reaching the target (A-37; A-49 falls back to the loosest level
 # every method reaches). `trigger_rate` is the fraction of (node, sync round) pairs that transmitted: with a rate
 # of 1 the trigger saved nothing and SQuARM's advantage is the compressor plus its H local steps alone. The scorecard judges the
-# paper band (within ×3 under B32, B64idx or Blog) and, qualitatively, the spec's proxy band.
+# paper band (within ×3 under B32, B64idx or Blog) and, qualitatively, the pre-registered proxy band.
 
 # %%
 differences(art)

@@ -73,7 +73,7 @@ configurations_figure(art)
 # Savings are baseline / SQuARM at the first evaluation reaching the target (A-37; A-49 falls back to the loosest level
 # every method reaches). `trigger_rate` is the fraction of (node, sync round) pairs that transmitted: with a rate
 # of 1 the trigger saved nothing and SQuARM's advantage is the compressor plus its H local steps alone. The scorecard judges the
-# paper band (within ×3 under B32, B64idx or Blog) and, qualitatively, the spec's proxy band.
+# paper band (within ×3 under B32, B64idx or Blog) and, qualitatively, the pre-registered proxy band.
 
 # %%
 differences(art)

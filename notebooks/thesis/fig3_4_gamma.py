@@ -12,7 +12,7 @@
 # # Figure 3.4 — the consensus step size γ (assumption ch3:A-10; not a thesis table)
 #
 # The thesis gives γ only as "initialized (see Theorem 2)"; Theorem 2's value is about 10⁻⁵ on this ring and unusable,
-# so γ must be tuned, and the criterion decides Fig. 3.4. The spec's A-10 rule (the lowest training loss of the
+# so γ must be tuned, and the criterion decides Fig. 3.4. The pre-registered A-10 rule (the lowest training loss of the
 # averaged model after 10 % of the run) picks γ = 1 for SQuARM-SGD on one class per node: its local models then drift
 # apart (consensus distance ~10⁹) and the test error rises after an early best. Here every compressed method runs the
 # whole horizon at every γ of the grid, per data split (ch3:A-45) and trigger reference (ch3:A-trigger-ref), and γ is

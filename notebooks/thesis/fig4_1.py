@@ -24,7 +24,7 @@
 #
 # The paper reports that all schemes "effectively perform the same" per iteration, bit savings at a gap of about 10⁻³ of
 # TopK ≈ 7×, Sign ≈ 30×, Sign+TopK ≈ 50×, and a negative (feasible) constraint value for every scheme.
-# Fig. 4.1 has one configuration, `as-stated` (nothing needs calibrating, spec §1.5.1).
+# Fig. 4.1 has one configuration, `as-stated` (nothing needs calibrating: the stated run reaches the target gap; docs/thesis_ch4.md, "Configurations and scales").
 
 # %% tags=["parameters"]
 root = None  # repository root; None: searched upwards from the working directory
@@ -62,7 +62,7 @@ bits_panels(art)
 # ### Reading the result
 # The savings under convention P equal the per-message ratios 320/10 = 32 (Sign), 320/36 = 8.9 (TopK) and
 # 320/5 = 64 (Sign+TopK), because every scheme needs the same number of iterations; under convention F (the sign scale
-# counted) Sign and Sign+TopK fall to 7.6× and 8.6× and the paper's order is lost (spec §1.3.5). The scorecard judges
+# counted) Sign and Sign+TopK fall to 7.6× and 8.6× and the paper's order is lost (the thesis says only "assuming precision of 32bit floats", Sec. 4.5; the conventions: docs/thesis_ch4.md, "What is where"). The scorecard judges
 # C4.1–C4.4 and C4.8; C4.9 (rates with η = a/√T) was not run.
 
 # %%

@@ -17,9 +17,9 @@
 # cost is computed exactly by Gauss–Hermite quadrature (A-L4); test accuracy is pooled over 500 test samples per node.
 # Colour = compression scheme; solid = sample feedback (Alg. 2), dashed = bandit feedback (Alg. 3).
 #
-# Two configurations always run (spec §1.5.2):
-# * **as-stated** — η = 10⁻³, T = 10³ as the thesis states. The spec found the gap cannot reach 10⁻² this way.
-# * **calibrated** — the spec's pre-registered deviation: η = 10⁻², T = 2·10⁴ (1.2·10⁴ at quick scale).
+# Two configurations always run (thesis Sec. 4.5.2; docs/thesis_ch4.md, "Configurations and scales"):
+# * **as-stated** — η = 10⁻³, T = 10³ as the thesis states. The gap cannot reach 10⁻² this way.
+# * **calibrated** — the pre-registered deviation: η = 10⁻², T = 2·10⁴ (1.2·10⁴ at quick scale).
 # * **calibrated-k2** — `calibrated` with k = 2 (ch4:A-K); **calibrated-eta5e-3** — η = 5·10⁻³, T = 4·10⁴ with k = 1
 #   (ch4:A-eta; paper scale only, beyond the quick budget).
 #

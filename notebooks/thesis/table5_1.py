@@ -15,10 +15,10 @@
 # runs, for **Phase 1** (least squares on the span of the source representation V\*), **Phase 2** (gradient-descent
 # fine-tuning from Phase 1 on n_T2 new samples) and **Scratch** (the same GD from zero on all n_T1 + n_T2 samples).
 #
-# Two configurations always run (spec `thesis_ch4_ch5.md` §2.3–2.5):
+# Two configurations always run (thesis Sec. 5.5; the readings A-T1 … A-T6: docs/thesis_ch5.md, "Assumptions"):
 # * **as-stated** — the thesis read literally: λ_j = e^{-j} + 10⁻⁴, one noise level σ = 1 for training and test
 #   labels, GD to convergence (the interpolant of eq. 5.7), ratio of test MSEs.
-# * **calibrated** — the spec's reading: λ_j = e^{-j/d} + 10⁻⁴ (A-T3), c_u² = 0.54 (A-T4), σ_train = 1 and
+# * **calibrated** — the pre-registered reading: λ_j = e^{-j/d} + 10⁻⁴ (A-T3), c_u² = 0.54 (A-T4), σ_train = 1 and
 #   σ_test = 10 (A-T5), K = 1000 GD steps with step 1/L (A-T1, A-T2), ratio of root errors (A-T6).
 #
 # Phase 2 and Scratch are solved in closed form: K steps of GD with step 1/L from θ₀ equal

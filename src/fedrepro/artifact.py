@@ -14,6 +14,7 @@ registry's `parameters:` of the artifact, so the notebook and the pipeline can n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -142,9 +143,31 @@ class Artifact:
 
         write_csv(self.outputs["csv"], frame)
 
-    def save_figure(self, fig) -> None:
+    def data_status_of(self, experiments) -> dict:
+        """dataset -> data kind over the runs of `experiments` alone (what one panel of a figure was drawn from)."""
+        experiments = set(experiments)
+        return data_status(self.root, [f for f in self.run_files if Path(f).parent.name in experiments])
+
+    def panel_marks(self, panels: Mapping | None = None) -> tuple:
+        """(stand_in, reencoded) for `fedrepro.plotting.save_figure`: True/False for the whole figure, or the Axes
+        to mark where the panels' data differ.  `panels`: Axes -> the experiments whose runs it draws (None: the
+        whole figure, from every input run)."""
+        if not panels:
+            return self.stand_in, self.reencoded
+        kinds = {ax: set(self.data_status_of(exps).values()) for ax, exps in panels.items()}
+        stand_in = [ax for ax, k in kinds.items() if "stand-in" in k]
+        reencoded = [ax for ax, k in kinds.items() if "real-reencoded" in k and ax not in stand_in]
+        if len(stand_in) == len(kinds):          # every panel alike: one mark across the figure, as without panels
+            return True, False
+        if len(reencoded) == len(kinds):
+            return False, True
+        return stand_in, reencoded
+
+    def save_figure(self, fig, panels: Mapping | None = None) -> None:
         """PDF + PNG, with the stand-in watermark when any input is a stand-in (else a lighter re-encoded mark when
-        any input is a lossy copy of the real images).
+        any input is a lossy copy of the real images).  With `panels` (Axes -> the experiments it draws), each
+        panel carries the mark of its own runs' data instead: C-VFL Fig. 3's real CIFAR-10 panels stay unmarked
+        beside its stand-in MIMIC-III and ModelNet10 panels.
 
         The figure is closed afterwards: the notebook shows it once, as the value the artifact function returns
         (the inline backend would otherwise also draw every open figure at the end of the cell), and it shows the
@@ -153,7 +176,8 @@ class Artifact:
 
         from fedrepro.plotting import save_figure
 
-        save_figure(fig, self.outputs["pdf"], self.outputs["png"], stand_in=self.stand_in, reencoded=self.reencoded)
+        stand_in, reencoded = self.panel_marks(panels)
+        save_figure(fig, self.outputs["pdf"], self.outputs["png"], stand_in=stand_in, reencoded=reencoded)
         plt.close(fig)
         fig._fedrepro_saved_png = Path(self.outputs["png"]).read_bytes()
         show_saved_png()

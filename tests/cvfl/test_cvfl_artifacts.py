@@ -152,6 +152,29 @@ def test_stand_in_runs_mark_the_figure(tmp_path):
     assert art.stand_in and any(t.get_text() == "STAND-IN DATA" for t in fig.texts)
 
 
+def test_fig3_marks_only_the_panels_drawn_from_stand_in_data(tmp_path):
+    """Fig. 3's CIFAR-10 panels use the real (re-encoded) images, MIMIC-III and ModelNet10 stand-ins: the
+    stand-in mark lies on those four panels, the lighter re-encoded mark on CIFAR-10's two, none across the figure."""
+    kinds = {"mimic": ("mimic3_ihm", "stand-in"), "cifar10": ("cifar10", "real-reencoded"),
+             "modelnet10": ("modelnet10", "stand-in")}
+    art = open_frames("fig3", {exp: synthetic_runs(exp, exp) for exp in kinds}, tmp_path)
+    for exp, (dataset, kind) in kinds.items():
+        (tmp_path / "runs" / exp / "as-stated.csv.prov.json").write_text(f'{{"data": {{"{dataset}": "{kind}"}}}}')
+    fig = A.fig3(art)
+    marks = {ax.get_title(): [t.get_text() for t in ax.texts] for ax in fig.axes}
+    assert marks == {"(a) MIMIC-III, by epochs": ["STAND-IN DATA"], "(b) MIMIC-III, by cost": ["STAND-IN DATA"],
+                     "(c) CIFAR-10, by epochs": ["RE-ENCODED JPEG"], "(d) CIFAR-10, by cost": ["RE-ENCODED JPEG"],
+                     "(e) ModelNet10, by epochs": ["STAND-IN DATA"], "(f) ModelNet10, by cost": ["STAND-IN DATA"]}
+    assert not [t for t in fig.texts if t.get_text() in ("STAND-IN DATA", "RE-ENCODED JPEG")]
+    # all three from stand-ins: one mark across the figure, as before
+    for exp, (dataset, _) in kinds.items():
+        (tmp_path / "runs" / exp / "as-stated.csv.prov.json").write_text(f'{{"data": {{"{dataset}": "stand-in"}}}}')
+    art = open_frames("fig3", {exp: synthetic_runs(exp, exp) for exp in kinds}, tmp_path)
+    fig = A.fig3(art)
+    assert [t.get_text() for t in fig.texts if t.get_text() == "STAND-IN DATA"] == ["STAND-IN DATA"]
+    assert not any(ax.texts for ax in fig.axes)
+
+
 def test_rendering_does_not_import_torch():
     code = "import sys, fedrepro.cvfl.artifacts; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

@@ -40,13 +40,15 @@ use rule render_table as render_figure with:
 
 rule render_leaderboard:
     """The cross-paper leaderboard (config/leaderboard.yaml): every registered compressor through each work's
-    comparison setting, from the figures' runs (the papers' own compressors) and the board runs (every other one).
+    comparison setting, from the figures' runs (the papers' own compressors) and the board runs (every other one);
+    the figures' claims mark a setting below the regime the paper's claims need.
     """
     input:
         notebook="notebooks/leaderboard/leaderboard.py",
         runs=lambda wc: [
             f for fs in BOARD.run_files(wc.scale, REGISTRY).values() for f in fs
         ],
+        claims=lambda wc: list(BOARD.claims_files(wc.scale, REGISTRY).values()),
         registry="config/leaderboard.yaml",
         registries=BOARD.registries(),
     output:
@@ -97,7 +99,8 @@ rule render_leaderboard:
 
 
 rule scorecard:
-    """results/<scale>/claims.{csv,md}, each paper's assumption tables and the landing page index.html."""
+    """results/<scale>/claims.{csv,md}, each paper's assumption tables, the landing page index.html and the rst the
+    report opens with (workflow/report/workflow.rst includes it)."""
     input:
         claims=lambda wc: [
             REGISTRY.claims_file(p, a, wc.scale)
@@ -116,6 +119,12 @@ rule scorecard:
         csv="results/{scale}/claims.csv",
         md="results/{scale}/claims.md",
         html="results/{scale}/index.html",
+        summary=report(
+            "results/{scale}/report_summary.rst",
+            caption="../report/summary.rst",
+            category="0. verdicts",
+            labels={"artifact": "verdicts", "kind": "summary"},
+        ),
         assumptions=[
             f"results/{{scale}}/{p}/tables/assumptions.{x}"
             for p in PAPERS
@@ -125,6 +134,7 @@ rule scorecard:
             "results/{scale}/claims.csv.prov.json",
             "results/{scale}/claims.md.prov.json",
             "results/{scale}/index.html.prov.json",
+            "results/{scale}/report_summary.rst.prov.json",
             *[
                 f"results/{{scale}}/{p}/tables/assumptions.{x}.prov.json"
                 for p in PAPERS

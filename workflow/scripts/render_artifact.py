@@ -36,7 +36,9 @@ with rule_run(sm, inputs=[*sm.input.runs]) as run:
     with atomic_path(outputs["ipynb"]) as tmp:
         nbformat.write(notebook, str(tmp))
     write_text(outputs["html"], HTMLExporter().from_notebook_node(notebook)[0])
-    run.sidecars(outputs.values(), inputs=[sm.input.notebook, *sm.input.runs, sm.input.registry],
+    # the leaderboard also reads its figures' claims (`claims`: whether each setting reaches the claims' regime)
+    judged = list(sm.input.claims) if "claims" in sm.input.keys() else []
+    run.sidecars(outputs.values(), inputs=[sm.input.notebook, *sm.input.runs, *judged, sm.input.registry],
                  config=parameters, extra={"notebook": sm.input.notebook})
     # the scorecard's rows for this artifact, by the same code as the notebook's "Paper vs ours" (the leaderboard
     # has no claims: it compares compressors, it judges no paper number)

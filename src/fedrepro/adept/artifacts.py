@@ -27,7 +27,7 @@ DATASET_LABEL = {"mnist": "MNIST", "fashion_mnist": "F. MNIST", "cifar10": "CIFA
 
 def fig2_data(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (configuration, sigma*): mean/std ratio per method, learned sigma; local/global use GD when run,
-    else the closed form (both agree within ~1%, spec 5.1)."""
+    else the closed form (both agree within ~1%; Sec. 5.1)."""
     r = runs[runs.metric == "ratio"]
     piv = r.pivot_table(index=["configuration", "sigma_star", "seed"], columns="method", values="value").reset_index()
     for m in ("local", "global"):

@@ -155,7 +155,7 @@ EVAL_CHUNK = 250
 
 
 def train_featnet(split, p: dict, seed: int):
-    """The proxy FID/KID feature network: a LeNet-style MNIST classifier (spec 4.3); returns (net, test accuracy)."""
+    """The proxy FID/KID feature network: a LeNet-style MNIST classifier (docs/adept.md, "Feature extractor for FID / KID"); returns (net, test accuracy)."""
     from fedrepro.models.adept_nets import FeatureNet
     torch.manual_seed(seed)
     net = FeatureNet()

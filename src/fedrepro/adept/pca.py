@@ -42,10 +42,10 @@ class PCAProblem:
 
 def make_problem(d: int, r: int, m: int, n: int, sigma_star: float, sigma_eps: float,
                  rng: np.random.Generator) -> PCAProblem:
-    """Fig. 2 data (spec 5.1): V* Haar; U*_i = R_{V*}(sigma* P_{T_V*}(G_i)); x = U*_i z + eps, n samples per client."""
+    """Fig. 2 data (Sec. 5.1): V* Haar; U*_i = R_{V*}(sigma* P_{T_V*}(G_i)); x = U*_i z + eps, n samples per client."""
     v = haar(d, r, rng)
     g = rng.standard_normal((m, d, r))
-    u = polar(v[None] + sigma_star * proj_tangent(v[None], g))   # retraction as printed (spec 5.1 step 3)
+    u = polar(v[None] + sigma_star * proj_tangent(v[None], g))   # retraction as printed (Sec. 5.1)
     z = rng.standard_normal((m, r, n))
     x = u @ z + sigma_eps * rng.standard_normal((m, d, n))
     s = x @ np.swapaxes(x, -1, -2) / n
@@ -53,7 +53,7 @@ def make_problem(d: int, r: int, m: int, n: int, sigma_star: float, sigma_eps: f
 
 
 def population_error(u_hat: np.ndarray, u_star: np.ndarray, sigma_eps: float) -> np.ndarray:
-    """E_i(U) = r - ||U^T U*_i||_F^2 + sigma_eps^2 (d - r) per client (spec 4.1)."""
+    """E_i(U) = r - ||U^T U*_i||_F^2 + sigma_eps^2 (d - r) per client (the Fig. 2 y-axis, Sec. 5.1)."""
     d, r = u_star.shape[-2:]
     overlap = np.sum((np.swapaxes(u_hat, -1, -2) @ u_star) ** 2, axis=(-2, -1))
     return r - overlap + sigma_eps ** 2 * (d - r)
@@ -67,7 +67,7 @@ def error_ratio(u_hat: np.ndarray, prob: PCAProblem) -> float:
 
 
 def lik_grad(u: np.ndarray, s: np.ndarray, n: int, sigma_eps: float, factor: float = 1.0) -> np.ndarray:
-    """Euclidean gradient of n/2 (log|W| + tr(W^-1 S)), W = U U^T + s2 I, for U on St (spec 3.1/3.2 cheap form)."""
+    """Euclidean gradient of n/2 (log|W| + tr(W^-1 S)), W = U U^T + s2 I, for U on St (Sec. 3.1, eq. 3, in its cheap form)."""
     s2 = sigma_eps ** 2
     a = u / (1 + s2)                                              # W^-1 U
     b = s @ a
@@ -91,7 +91,7 @@ def adept_pca(prob: PCAProblem, v0: np.ndarray, *, T: int = 1500, c1: float = 0.
               sigma_clip: float = 10.0, sigma_min: float = 1e-3, sigma_max: float = 1e2,
               dtheta_mode: str = "d*r", lik_grad_factor: float = 1.0, learn_sigma: bool = True,
               log_every: int = 0, trace=None):
-    """Algorithm 1 with the practical step sizes of spec 3.2.  Returns (U (m,d,r), V (d,r), sigma)."""
+    """Algorithm 1 with practical step sizes (docs/adept.md).  Returns (U (m,d,r), V (d,r), sigma)."""
     m, d, _ = prob.s.shape
     r = v0.shape[1]
     dtheta = d * r if dtheta_mode == "d*r" else d

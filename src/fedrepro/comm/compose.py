@@ -1,4 +1,4 @@
-"""Composition: sparsify, then quantize the kept entries (thesis_ch3_squarm.md §9 item 5).
+"""Composition: sparsify, then quantize the kept entries (thesis Sec. 2.4, compositions (a)-(b)).
 
 ``compose(TopK(k), ScaledSign())`` is SignTopK: y = Top_k(x) and C(x) = (||y||_1 / k) Sign(y) on
 the support of y (§3.3, A-16: the scale is ||y||_1 / k). The quantizer sees the k kept values as a

@@ -3,18 +3,18 @@
 The ledger holds the exact payload bits (what was measured); the functions below give what each
 paper reports, so a figure can show the paper's measure and a claim can cite both.
 
-gcca (gcca_cutemaxvar.md §3.8, §4.3)
+gcca (Shrestha & Fu, Sec. V-A.3: BPV and CR)
     BPV(r) = q_full + r q (CuteMaxVar), q_full + r q_full (AltMaxVar), q_full = 32: cumulative
     bits per exchanged scalar and per link direction; r = 0 is the full-precision initial round;
     the per-message max-abs scale is ignored.
     CR = 1 - (q R_C) / (q_full R_A), R_C and R_A the 1-based iteration counts at which the two
     methods first meet the same criterion; the initial round and the scale are ignored.
-cvfl (cvfl.md §3.5)
+cvfl (docs/comm.md, "4. Ledger and conventions")
     Table-matching cost per epoch (the formula behind every reported number, [C] verified [D]):
     Alg. 1: n_b b (2 B P M² + M |θ0|); ImageNet-100: n_b b (B P M (M+1) + M |θ0|);
     Alg. 2 (Q = 1): n_b b 2 B P M. Text-faithful cost per round: b [B ΣP + M (B ΣP + |θ0|)].
     Not charged: dither, normalization scale, top-k indices, the first uncompressed top-k round.
-thesis (thesis_ch3_squarm.md §3.5; thesis_ch4_ch5.md §1.3.5)
+thesis (Secs. 3.5 and 4.5; docs/thesis_ch3.md, docs/thesis_ch4.md)
     Per message, values at 32 bits, signs at 1 bit, and per convention:
     Ch. 3 ``B32`` (primary): indices 32 bits, one 32-bit scale per tensor;
     ``B64idx``: indices 64 bits (the CHOCO code's int64); ``Blog``: indices ceil(log2 d);
@@ -34,11 +34,11 @@ import numpy as np
 from .ledger import BitLedger
 
 Q_FULL = 32
-MIB_BITS = 8 * 2**20  # cvfl.md §3.5: MB = 2^20 bytes
+MIB_BITS = 8 * 2**20  # docs/comm.md, "4. Ledger and conventions": MB = 2^20 bytes
 GIB_BITS = 8 * 2**30  # GB = 2^30 bytes
 
 
-# ============================== gcca: BPV and CR (gcca_cutemaxvar.md §3.8, §4.3) ==============
+# ============================== gcca: BPV and CR (Shrestha & Fu, Sec. V-A.3) ======================
 
 
 def gcca_bpv(r: int | Sequence[int] | np.ndarray, q: int, q_full: int = Q_FULL) -> np.ndarray:
@@ -106,12 +106,12 @@ def round_half_even(x: float, ndigits: int = 4) -> float:
     return float(Decimal(x).quantize(Decimal(1).scaleb(-ndigits), rounding=ROUND_HALF_EVEN))
 
 
-# ============================== cvfl: communication cost (cvfl.md §3.5) ==========================
+# ============================== cvfl: communication cost (docs/comm.md, "4. Ledger and conventions") ==========================
 
 
 @dataclass(frozen=True)
 class CvflSetup:
-    """Constants of the authors' cost code (cvfl.md §3.5 table)."""
+    """Constants of the authors' cost code (docs/comm.md, "4. Ledger and conventions")."""
 
     n_b: int  # batches charged per epoch
     B: int  # batch size
@@ -133,7 +133,7 @@ CVFL_FORMULAS = ("alg1_code", "alg1_text", "alg2")
 
 
 def cvfl_epoch_bits(b: int, *, n_b: int, B: int, P: int, M: int, theta0: int, formula: str) -> int:
-    """Bits charged per epoch (cvfl.md §3.5).
+    """Bits charged per epoch (docs/comm.md, "4. Ledger and conventions").
 
     alg1_code: n_b b (2 B P M² + M θ0)   (MIMIC, CIFAR-10, ModelNet10: over-counts the upload by M)
     alg1_text: n_b b (B P M (M+1) + M θ0) (ImageNet-100; equals the text's per-round formula)
@@ -151,7 +151,7 @@ def cvfl_epoch_bits(b: int, *, n_b: int, B: int, P: int, M: int, theta0: int, fo
 
 
 def cvfl_epoch_bits_table(dataset: str, b: int, alg: int = 1) -> int:
-    """The authors' ``bits_table_epoch`` (cvfl.md §3.5): dataset one of ``CVFL_SETUPS`` keys."""
+    """The authors' ``bits_table_epoch`` (docs/comm.md, "4. Ledger and conventions"): dataset one of ``CVFL_SETUPS`` keys."""
     if dataset not in CVFL_SETUPS:
         raise ValueError(f"dataset must be one of {', '.join(CVFL_SETUPS)}; got {dataset!r}")
     if alg not in (1, 2):
@@ -175,7 +175,7 @@ def cvfl_bits_from_ledger(ledger: BitLedger) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cvfl_topk_k(P: int, b: int, flavor: str = "torch") -> int:
-    """Embedding top-k's k (cvfl.md §3.4.3): ``"torch"`` P - ceil(P(1 - b/32)) (CIFAR, ModelNet,
+    """Embedding top-k's k (the authors' code; docs/cvfl.md): ``"torch"`` P - ceil(P(1 - b/32)) (CIFAR, ModelNet,
     ImageNet), ``"tf"`` ceil(P b/32) (MIMIC). Exact rational arithmetic, no float rounding."""
     if flavor == "torch":
         return P - (-(-P * (32 - b) // 32))
@@ -279,7 +279,7 @@ def thesis_bits_from_ledger(ledger: BitLedger, convention: str = "B32", directio
 
 
 def thesis_ch4_cumulative_bits(t: int | np.ndarray, message_bits: int, d: int, n_edges: int) -> np.ndarray:
-    """Ch. 4 cumulative bits after iteration t >= 1 (thesis_ch4_ch5.md §1.3.5, A-B1):
+    """Ch. 4 cumulative bits after iteration t >= 1 (thesis Sec. 4.5, ch4:A-B1):
     B(t) = 2|E| [32 d + (t - 1) b(C)], the first iteration uncompressed, each message unicast."""
     t = np.asarray(t, dtype=np.int64)
     return 2 * n_edges * (32 * d + (t - 1) * int(message_bits))

@@ -1,4 +1,4 @@
-"""C-VFL's quantizers with subtractive dither: scalar (2^b levels) and A2 lattice (cvfl.md §3.4).
+"""C-VFL's quantizers with subtractive dither: scalar (2^b levels) and A2 lattice (the paper's App. B).
 
 Both follow the authors' code [C]. A message is normalized, a dither U is added, the sum is
 quantized, and the receiver subtracts the same U (sender and receiver share U through a common
@@ -21,7 +21,7 @@ from . import _backend as bk
 from .base import FULL_PRECISION_BITS, Compressor, Encoding, check_choice, check_int
 from .lattice import a2_nearest, a2_voronoi_uniform
 
-# Lattice scale per b in normalized units, from the authors' code (cvfl.md §3.4.2 table);
+# Lattice scale per b in normalized units, from the authors' code (the authors' code);
 # other b fall back to 1/(2b) as the code does.
 A2_SCALES = {2: 1 / 4, 3: 1 / 8.5, 4: 1 / 19}
 
@@ -74,7 +74,7 @@ class _Dithered(Compressor):
 
 
 class DitheredScalarQuantizer(_Dithered):
-    """C-VFL scalar quantizer, L = 2^b levels on [0, 1] after normalization (cvfl.md §3.4.1).
+    """C-VFL scalar quantizer, L = 2^b levels on [0, 1] after normalization (the paper's App. B, scalar quantization).
 
     Z = clip(round((z + U)/Δ), 0, L-1), decoded z_hat = ΔZ - U, with U ~ U(-Δ/2, Δ/2) per entry.
     Bits: b per component (+ one 32-bit scale with max_norm). Not unbiased in general (clipping);
@@ -99,7 +99,7 @@ class DitheredScalarQuantizer(_Dithered):
 class A2LatticeQuantizer(_Dithered):
     """C-VFL vector quantizer: consecutive pairs of entries to the nearest A2 lattice point.
 
-    cvfl.md §3.4.2. Lattice scale ``a2_scale(b)`` in normalized units (1/4, 1/8.5, 1/19 for
+    the paper's App. B, vector quantization. Lattice scale ``a2_scale(b)`` in normalized units (1/4, 1/8.5, 1/19 for
     b = 2, 3, 4). The lattice is unbounded (no clipping). Dither: ``"square"`` (default, the
     code's: i.i.d. U(-Δ/2, Δ/2) per component) or ``"voronoi"`` (uniform on the hexagonal cell,
     the proper subtractive dither: then the error is uniform on the cell and the quantizer is

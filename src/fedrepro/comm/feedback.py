@@ -1,14 +1,14 @@
 """Error-feedback helpers: the public copies every compressed scheme keeps.
 
 - ``TrackedCopy``: x̂ ← x̂ + C(x - x̂), the message being C(x - x̂). One class serves
-  * CuteMaxVar's M̂_i (uplink) and Ĝ (downlink) (gcca_cutemaxvar.md §3.5, eqs. 12-13, 17), whose
+  * CuteMaxVar's M̂_i (uplink) and Ĝ (downlink) (Shrestha & Fu, Algorithm 1, eqs. 12-13, 17), whose
     first message is the full-precision initial round (pass ``compressor=Identity()`` once);
-  * CHOCO-SGD / SQuARM-SGD's x̂_j (thesis_ch3_squarm.md §3.1, step 4, x̂⁽⁰⁾ = 0), with the event
+  * CHOCO-SGD / SQuARM-SGD's x̂_j (thesis Algorithm 1, Sec. 3.2.1, x̂⁽⁰⁾ = 0), with the event
     trigger as ``mask`` (a node that does not fire sends 0 bits and keeps its copy);
-  * the Ch. 4 algorithms' x̂_i (thesis_ch4_ch5.md §1.3.1, first message uncompressed).
+  * the Ch. 4 algorithms' x̂_i (thesis Algorithm 2, Sec. 4.3.1, first message uncompressed).
   Whatever a message drops stays in x - x̂ and is sent later: this is the implicit error feedback.
   Sender and receivers apply the same decoded message, so one copy stands for all of them.
-- ``StaleCopy``: C-VFL's round-start compressed embeddings Φ̂ (cvfl.md §3.1): each party's
+- ``StaleCopy``: C-VFL's round-start compressed embeddings Φ̂ (the paper's Algorithm 1, Sec. 3): each party's
   message is compressed once per global round and read, stale, during the Q local iterations;
   party m combines the others' stale copies with its own fresh, uncompressed embedding.
 """
@@ -182,7 +182,7 @@ class TrackedCopy:
 
 
 class StaleCopy:
-    """C-VFL's compressed round-start messages, read for Q local iterations (cvfl.md §3.1).
+    """C-VFL's compressed round-start messages, read for Q local iterations (the paper's Algorithm 1, Sec. 3).
 
     ``refresh`` compresses the batch of parties' embeddings (B = M parties) once per round and
     stores the decoded values; ``view(m, fresh)`` is what party m computes with during the round:

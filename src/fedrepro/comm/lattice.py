@@ -1,4 +1,4 @@
-"""The 2-D hexagonal lattice A2 that C-VFL's vector quantizer uses (cvfl.md §3.4.2).
+"""The 2-D hexagonal lattice A2 that C-VFL's vector quantizer uses (the paper's App. B, vector quantization).
 
 In data coordinates the lattice of scale s is {s(√2 i - j/√2, √(3/2) j) : i, j ∈ Z} (the
 authors' ``latbin.ALattice(2, scale=s)``, which does not build, so it is re-implemented here):
@@ -7,7 +7,7 @@ minimum distance s√2, cell area √3 s², covering radius s√(2/3).
 ``a2_nearest`` finds the nearest lattice point with the coset trick: A2 is the union of the
 rectangular lattice R = s√2 Z × s√6 Z and R + (s√2/2, s√6/2) (even and odd j). Rounding in
 each coset and keeping the nearer candidate is exact and purely element-wise, so it vectorizes
-in numpy and torch alike. ``a2_nearest_conway_sloane`` is the spec's algorithm (Conway & Sloane,
+in numpy and torch alike. ``a2_nearest_conway_sloane`` is Conway & Sloane's algorithm (
 A2 as the plane sum = 0 of Z^3), kept as an independent reference for the tests.
 """
 
@@ -68,7 +68,7 @@ A2_NORMALIZED_SECOND_MOMENT = 5.0 / (36.0 * math.sqrt(3.0))
 
 
 def a2_nearest_conway_sloane(points: np.ndarray, scale: float) -> np.ndarray:
-    """Reference nearest-point search of cvfl.md §3.4.2 (numpy, (N, 2) -> (N, 2))."""
+    """Reference nearest-point search of the paper's App. B, vector quantization (numpy, (N, 2) -> (N, 2))."""
     R = np.array([[1.0, -1.0, 0.0], [1.0, 1.0, -2.0]])
     R = R / np.linalg.norm(R, axis=1, keepdims=True)
     y = (np.asarray(points, dtype=np.float64) / scale) @ R

@@ -1,4 +1,4 @@
-"""The bit ledger: every message's bits, per link direction, node and step (DESIGN.md "Bit ledger").
+"""The bit ledger: every message's bits, per link direction, node and step (docs/comm.md, "4. Ledger and conventions").
 
 Directions: ``"up"`` (node → server), ``"down"`` (server → node: charged to the receiving node),
 ``"p2p"`` (decentralized: charged to the sending node). Records with the same direction and step

@@ -2,9 +2,9 @@
 
 Sources:
 - identity: full-precision 32-bit floats (gcca q_full, cvfl b = 32, thesis vanilla).
-- ``MaxAbsStochasticQuantizer``: gcca_cutemaxvar.md §3.1.2, eqs. (18)-(20), Facts 1-2.
-- ``QSGD``: thesis_ch3_squarm.md §9 item 3 (Alistarh et al. 2017), bits per §3.5 / A-24.
-- ``ScaledSign``: thesis_ch3_squarm.md §3.3 and §9 item 4 (Karimireddy et al. 2019).
+- ``MaxAbsStochasticQuantizer``: Shrestha & Fu, Sec. III-C.2, eqs. (18)-(20), Facts 1-2.
+- ``QSGD``: thesis Sec. 2.4 (Alistarh et al. 2017), bits per ch3:A-24 (docs/thesis_ch3.md).
+- ``ScaledSign``: thesis Secs. 2.4 and 3.5 (Karimireddy et al. 2019).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _stochastic_levels(magnitude_in_levels, u):
 
 
 class MaxAbsStochasticQuantizer(Compressor):
-    """CuteMaxVar's compressor (gcca_cutemaxvar.md §3.1.2): q bits per entry plus one max.
+    """CuteMaxVar's compressor (Shrestha & Fu, Sec. III-C.2): q bits per entry plus one max.
 
     With m = max|Δ| and S = 2^(q-1) - 1 intervals, each entry becomes
     m·sgn(Δ)·h with h the stochastic rounding of |Δ|/m to the grid {0, 1/S, ..., 1} (eq. 18).
@@ -163,7 +163,7 @@ class MaxAbsStochasticQuantizer(Compressor):
 
 
 class QSGD(Compressor):
-    """QSGD stochastic quantizer Q_s with the l2 norm (thesis_ch3_squarm.md §9 item 3).
+    """QSGD stochastic quantizer Q_s with the l2 norm (thesis Sec. 2.4).
 
     Q_s(x)_i = ||x||_2 sign(x_i) ξ_i / s with ξ_i the stochastic rounding of s|x_i|/||x||_2.
     Unbiased, E||Q_s(x) - x||² <= β ||x||², β = min(d/s², √d/s). ``scaled=True`` divides by
@@ -209,10 +209,10 @@ class QSGD(Compressor):
 
 
 class ScaledSign(Compressor):
-    """Scaled sign (||x||_1 / d) Sign(x) (thesis_ch3_squarm.md §3.3, §9 item 4).
+    """Scaled sign (||x||_1 / d) Sign(x) (thesis Secs. 2.4 and 3.5).
 
     ``sign_of_zero``: +1 is Ch. 3's A-15 (one bit per entry can then encode every entry);
-    0 is numpy's sign, which the Ch. 4 spec (thesis_ch4_ch5.md §1.3.4) uses. C(0) = 0 either way.
+    0 is numpy's sign, which our Ch. 4 runs use (docs/thesis_ch4.md). C(0) = 0 either way.
     Deterministic and biased; ω(x) = ||x||_1² / (d ||x||²) exactly.
     Bits: one sign bit per entry and one 32-bit scale per message.
     """

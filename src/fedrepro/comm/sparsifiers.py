@@ -1,10 +1,10 @@
 """Sparsifiers: top-k, random-k (thesis), and C-VFL's gradient-ranked column top-k.
 
 Sources:
-- ``TopK``: thesis_ch3_squarm.md §3.3 and §9 item 1; also the C-VFL server-model top-k
-  (cvfl.md §3.4.3: keep max(1, floor(numel·b/32)) entries, i.e. ``TopK(ratio=b/32)``).
-- ``RandK``: thesis_ch3_squarm.md §9 item 2, bits per §3.5 / A-23.
-- ``GradientRankedColumnTopK``: cvfl.md §3.4.3 (the authors' embedding top-k).
+- ``TopK``: thesis Secs. 2.4 and 3.5; also the C-VFL server-model top-k
+  (the authors' code: keep max(1, floor(numel·b/32)) entries, i.e. ``TopK(ratio=b/32)``).
+- ``RandK``: thesis Sec. 2.4, bits per ch3:A-23 (docs/thesis_ch3.md).
+- ``GradientRankedColumnTopK``: the authors' embedding top-k (their code; docs/cvfl.md).
 
 Sparsifiers also expose ``_select`` (indices and kept values), which ``compose`` uses to run a
 quantizer on the kept entries only (Sign∘TopK and friends, thesis §9 item 5).
@@ -129,7 +129,7 @@ class RandK(Sparsifier):
 
 
 class GradientRankedColumnTopK(Compressor):
-    """C-VFL's embedding top-k (cvfl.md §3.4.3, the authors' code): one column set per message.
+    """C-VFL's embedding top-k (the authors' code; docs/cvfl.md): one column set per message.
 
     Each element is a party's embedding matrix with shape (..., P) (batch rows × P components).
     The k columns kept are those with the largest |scores|, a length-P selection signal from the

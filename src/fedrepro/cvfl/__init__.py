@@ -1,4 +1,4 @@
-"""C-VFL (Castiglia et al., ICML 2022): vertical-FL simulator, experiments and summaries (shared/specs/cvfl.md).
+"""C-VFL (Castiglia et al., ICML 2022): vertical-FL simulator, experiments and summaries (decisions: docs/cvfl.md).
 
 The simulator (torch) is imported on first use only, so the artifacts (pandas + matplotlib) start fast.
 """

@@ -1,8 +1,8 @@
-"""The paper's cost and time numbers from the recovered formula, without data or training (cvfl.md §3.5-3.6,
-§4 item 9, §5).
+"""The paper's cost and time numbers from the recovered formula, without data or training (the formula:
+docs/comm.md, "4. Ledger and conventions"; the time model of Table 5 and the derived epochs: docs/cvfl.md).
 
 Every cost the paper prints is (mean epochs to the target) x (the cost of one epoch under the authors' formula).
-The spec recovered the formula (§3.5) and the mean epochs behind every cell (§3.6, §5: multiples of 1/runs, since
+The formula (docs/comm.md) and the mean epochs behind every cell (docs/cvfl.md: multiples of 1/runs, since
 targets are checked once per epoch). This module puts the two together through the library functions the runs
 themselves use (``simulator.run_epoch_bits`` -> ``comm.conventions.cvfl_epoch_bits``; Table 5's time model
 ``summaries.simulated_time_s``), so a change to the formula changes these rows and fails their claims.
@@ -11,15 +11,15 @@ One row per paper number, with these columns (the claims in config/papers/cvfl.y
 
 - ``part``: table2, table3, table4, tabled1 (Alg. 1 columns), tabled1_alg2 (the Q = 1 column), fig4 (per-epoch
   costs), fig4_axis (the x-axis span: 100 epochs at b = 2), table5_time, table5_std, table5_speedup;
-- ``derived``: the spec's derived mean epochs (Table 5: rounds; its stds: the one round-count std per Q that fits
+- ``derived``: the derived mean epochs (Table 5: rounds; its stds: the one round-count std per Q that fits
   all four t_c) and ``per_unit`` the formula's cost per epoch (Table 5: the model's seconds per round);
 - ``formula`` = derived x per_unit, our number (Table 5 speed-ups: the model's time ratio);
-  ``paper``: the printed number (read from the claim named in ``source``) or the spec's [D] number;
+  ``paper``: the printed number (read from the claim named in ``source``) or the derived [D] number;
 - ``resolution``: half a unit of the printed number's last digit; ``rel_err`` = formula / paper - 1;
 - ``implied``: the epochs (rounds for Table 5) the printed number implies under the formula, and
   ``implied_lo`` / ``implied_hi`` the interval its print rounding allows;
 - ``on_grid``: 1 when a whole number of epochs (rounds: of n_b rounds) per run, averaged over ``runs`` runs,
-  lies in that interval (cvfl.md §3.6), 0 when none does, empty where it does not apply.
+  lies in that interval (docs/cvfl.md), 0 when none does, empty where it does not apply.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ PARAMETERS = {
 # What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): formula evaluations only (constant).
 WORK = {"units": "1"}
 
-UNIT_BITS = {"MB": MIB_BITS, "GB": GIB_BITS}  # MB = 2^20 bytes, GB = 2^30 bytes (cvfl.md §3.5)
+UNIT_BITS = {"MB": MIB_BITS, "GB": GIB_BITS}  # MB = 2^20 bytes, GB = 2^30 bytes (docs/comm.md, "4. Ledger and conventions")
 # How a cell of the paper's tables is named in the cost-check rows (column `label`): "Scalar b=2, Q=10", ...
 CELL_NAME = {"none": "No compression", "scalar": "Scalar", "vector": "Vector", "topk": "Top-k"}
 COLUMNS = ["part", "label", "source", "setup", "M", "alg", "comp_id", "compressor", "b", "Q", "t_c", "unit",
@@ -61,7 +61,7 @@ COLUMNS = ["part", "label", "source", "setup", "M", "alg", "comp_id", "compresso
 
 
 def epoch_cost(setup: dict, b: int, alg: int = 1, unit: str = "MB") -> float:
-    """One epoch's cost in `unit` as a run of this setup charges it (n_train, B, P, M, n_out: cvfl.md §3.5)."""
+    """One epoch's cost in `unit` as a run of this setup charges it (n_train, B, P, M, n_out: docs/comm.md, "4. Ledger and conventions")."""
     cfg = simulator.CvflConfig(M=int(setup["M"]), Q=1 if alg == 2 else 10, B=int(setup["B"]), b=int(b), alg=int(alg))
     bits = simulator.run_epoch_bits(cfg, int(setup["n_train"]), P=int(setup["P"]), n_out=int(setup["n_out"]))
     return bits / UNIT_BITS[unit]
@@ -109,7 +109,7 @@ def _cell_label(name, b, Q=None, alg=None) -> str:
 
 
 def cost_rows(params: dict, claims: dict) -> list[dict]:
-    """Tables 2-4 and D.1 (printed numbers from the claims' paper tables) and Fig. 4 (the spec's [D] numbers)."""
+    """Tables 2-4 and D.1 (printed numbers from the claims' paper tables) and Fig. 4 (the derived [D] numbers)."""
     rows = []
     setups = params["setups"]
     names = list(params["methods"])      # comp_id -> method name, the registry's order (as the runs number them)
@@ -132,11 +132,11 @@ def cost_rows(params: dict, claims: dict) -> list[dict]:
                                  per_unit=epoch_cost(setup, b, alg, unit), derived=epochs, paper=printed[key],
                                  decimals=entry["decimals"], runs=runs, grid=1.0 / runs, unit=unit, alg=alg,
                                  comp_id=comp_id, compressor=names[comp_id], b=b, Q=Q))
-        else:  # the spec's own numbers: rows [b, epochs, runs, value]
+        else:  # the derived numbers: rows [b, epochs, runs, value]
             for b, epochs, runs, value in entry["cells"]:
                 comp_id = 0 if int(b) == 32 else int(entry.get("comp_id", 2))
                 label = (f"M={setup['M']}, b={int(b)}" + (f", {epochs:g} epochs" if epochs != 1 else ", per epoch"))
-                rows.append(_row(part, label, entry.get("source", "spec [D]"), entry["setup"], setup,
+                rows.append(_row(part, label, entry.get("source", "derived [D]"), entry["setup"], setup,
                                  per_unit=epoch_cost(setup, int(b), alg, unit), derived=float(epochs),
                                  paper=float(value), decimals=entry["decimals"], runs=int(runs),
                                  grid=1.0 / int(runs), unit=unit, alg=alg, comp_id=comp_id,
@@ -151,8 +151,8 @@ def _common_value(lo: np.ndarray, hi: np.ndarray) -> float:
 
 
 def time_rows(params: dict, claims: dict) -> list[dict]:
-    """Table 5: the time model at the spec's rounds vs the printed means, one round-count std per Q vs the printed
-    stds, and the speed-ups over Q = 1 (the spec's [D] numbers) from the model and from the printed times."""
+    """Table 5: the time model at the derived rounds vs the printed means, one round-count std per Q vs the printed
+    stds, and the speed-ups over Q = 1 (the derived [D] numbers) from the model and from the printed times."""
     t = params["times"]
     setup, t_comp = params["setups"][t["setup"]], float(params.get("t_comp_ms", 10.0))
     n_b = batches_per_epoch(setup)
@@ -185,7 +185,7 @@ def time_rows(params: dict, claims: dict) -> list[dict]:
                  / float(summaries.simulated_time_s(rounds[int(Q)], int(Q), tc, t_comp)))
         resolution = 0.5 * 10.0 ** -int(decimals)
         rows.append({"part": "table5_speedup", "label": f"Q={int(Q)} over Q=1, t_c={tc:g} ms",
-                     "source": "spec [D] (cvfl.md §5.5)", "setup": t["setup"], "M": setup["M"], "alg": 1, **vq3,
+                     "source": "derived [D] (Table 5)", "setup": t["setup"], "M": setup["M"], "alg": 1, **vq3,
                      "Q": int(Q), "t_c": float(tc), "unit": "x", "decimals": int(decimals), "resolution": resolution,
                      "formula": model, "paper": float(value), "abs_err": model - float(value),
                      "rel_err": model / float(value) - 1.0,
@@ -214,4 +214,4 @@ def run(ctx):
                  int((abs(rows.formula - rows.paper) <= rows.resolution + 1e-9 * abs(rows.paper)).sum()))
     return RunResult(rows, seeds=[], data={"cvfl-printed-numbers": "real"},
                      extra={"note": "no dataset and no training: the paper's numbers (registry claims) and the "
-                                    "spec's derived epochs (experiment parameters) through fedrepro.cvfl.costcheck"})
+                                    "derived epochs (experiment parameters) through fedrepro.cvfl.costcheck"})

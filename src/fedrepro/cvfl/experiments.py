@@ -2,7 +2,7 @@
 
 MIMIC-III, CIFAR-10 and ModelNet10 are loaded as in-memory party-stacked tensors (fixed batch order, A-1);
 ImageNet-100 is streamed from its image folder as quadrant batches (reshuffled every epoch [C], §5.A.4).
-A run is one (compressor, b, Q, M, alg, seed); an experiment's parameters list the grid (cvfl.md §5).
+A run is one (compressor, b, Q, M, alg, seed); an experiment's parameters list the grid (the paper's Sec. 5).
 Rows: one per evaluated epoch with test/train metrics and the cumulative costs (bits_table: the paper's
 formula, §3.5; bits_text: the text-faithful count; bits_measured: the ledger of fedrepro.comm).
 """
@@ -81,11 +81,11 @@ WORK = {"units": "n_seeds * n_used * M * (timesteps if dataset == 'mimic' else 1
         "flops": "units * (6 * 1.82e9 * (image_size / 2 / 224) ** 2 if dataset == 'imagenet100' and party == 'paper' "
                  "else 0)"}
 
-# The authors' seeds (cvfl.md §1).
+# The authors' seeds (their code).
 SEEDS = {"mimic": [1234420321, 1678517510, 1679295649, 2141512896, 755346466],
          "other": [707412115, 1928644128, 16910772, 1263880818, 1445547577]}
 
-# Per-dataset settings from the spec (§3.4, §3.5, §5.A): what differs between the TF (MIMIC) and
+# Per-dataset settings (the paper's Sec. 5 and App. C, the authors' code): what differs between the TF (MIMIC) and
 # PyTorch (CIFAR, ModelNet, ImageNet) code paths.
 DATASET_DEFAULTS = {
     "mimic": dict(task="binary", range_mode="fixed", topk_flavor="tf", topk_signal="server_kernel",

@@ -1,4 +1,4 @@
-"""C-VFL simulator (cvfl.md §3): Algorithm 1 (Q local iterations on stale compressed embeddings and a
+"""C-VFL simulator (the paper's Sec. 3): Algorithm 1 (Q local iterations on stale compressed embeddings and a
 stale compressed server model) and Algorithm 2 (Q = 1, the server returns embedding gradients).
 
 Parties are stacked (``fedrepro.models.vfl_parties``): one forward pass computes every party's

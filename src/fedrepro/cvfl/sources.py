@@ -1,4 +1,4 @@
-"""Batch sources: where a C-VFL run's minibatches come from (cvfl.md §3.1, A-1, §5.A.4).
+"""Batch sources: where a C-VFL run's minibatches come from (Algorithm 1, cvfl:A-1, App. C.3).
 
 A source is an iterable; one iteration is one pass over its samples (a training epoch, or one sweep of an
 evaluation set) and yields ``(x, y)`` with ``x`` party-stacked, shape (M, B, ...), and ``y`` the B labels.

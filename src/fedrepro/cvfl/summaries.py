@@ -1,4 +1,4 @@
-"""C-VFL tables and figures from the tidy run CSVs (cvfl.md §4 items 4-9, §5).
+"""C-VFL tables and figures from the tidy run CSVs (the paper's Sec. 5 and App. D).
 
 The metric is the run rows' ``test_metric`` (F1 or top-1 accuracy), except ImageNet-100's ``test_top5``
 (Fig. D.8, §4 item 3).

@@ -1,6 +1,6 @@
-"""DE-SynPUF outpatient claims -> three diagnosis x medicine co-occurrence views (gcca_cutemaxvar.md 6.5).
+"""DE-SynPUF outpatient claims -> three diagnosis x medicine co-occurrence views (Shrestha & Fu, Sec. V-B.4).
 
-Steps 1-5 of the spec: per file the top diagnoses / HCPCS codes, their union, per-file co-occurrence
+The preprocessing (docs/gcca.md): per file the top diagnoses / HCPCS codes, their union, per-file co-occurrence
 counts (each claim row counts a pair at most once), ICD-9 chapter labels, chapter 15 dropped, only
 chapters with >= min_group_size diagnoses kept, rows sorted by label.  Step 6 (within-group shuffle,
 hold-out) takes the run's seed: fedrepro.data.multiview.within_group_shuffle.

@@ -127,7 +127,7 @@ def prototype_images(shape=(28, 28), n_classes: int = 10, n_train: int = 12000, 
 
 def digits_multiview(views: int = 12, size: int = 16, noise: float = 0.05, test_fraction: float = 0.2,
                      seed: int = 0) -> dict:
-    """Multi-view 'renders' of real digits (cvfl.md 7.2): view v is the digit rotated by 360/views * v degrees
+    """Multi-view 'renders' of real digits (the ModelNet10 stand-in, docs/data.md): view v is the digit rotated by 360/views * v degrees
     (bilinear, no reshape), plus N(0, noise^2) pixel noise; (n, views, size, size) uint8, views in azimuth order."""
     x, y = sklearn_digits()
     rng = rng_stream(seed, "standin", "digits_multiview")
@@ -145,7 +145,7 @@ def digits_multiview(views: int = 12, size: int = 16, noise: float = 0.05, test_
 def synthmimic(n_train: int = 2000, n_test: int = 1000, timesteps: int = 48, channels: int = 76,
                parties: int = 4, positive_rate: float = 0.13, n_masks: int = 17, latent: int = 8,
                seed: int = 0) -> dict:
-    """MIMIC-IHM-like time series (cvfl.md 7.2 `synthmimic`): latent z ~ N(0, I_8); channel d of party block b
+    """MIMIC-IHM-like time series (the MIMIC-III stand-in `synthmimic`, docs/data.md): latent z ~ N(0, I_8); channel d of party block b
     follows a_d^T z * phi_d(t) + 0.5 eps with a_d sparse (two coordinates of the block's own pair, one shared);
     the last n_masks channels are mask-like Bernoulli channels whose rate also depends on z; label
     1[w^T z + 0.5 (z1 z2 + z5^2) > tau] with tau at the (1 - positive_rate) quantile.  Continuous channels are

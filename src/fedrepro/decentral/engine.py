@@ -1,6 +1,6 @@
 """Algorithm 1 of thesis ch. 3 (SQuARM-SGD) for n nodes held as one stacked parameter matrix X (n, d).
 
-Per iteration t (spec §3.1):
+Per iteration t (thesis Algorithm 1, Sec. 3.2.1):
   g = ∇F_i(x_i, ξ_i) (+ wd x_i);  v = β (η_{t-1}/η_t) v + g;  x^{t+1/2} = x - η (β v + g)   (Nesterov)
   if (t+1) % H == 0 (sync):  fire_i = ‖x_i^{t+1/2} - x̂_i‖² > c_t η_t²  (all fire at the first sync)
       x̂ ← x̂ + C(x^{t+1/2} - x̂) on firing rows (fedrepro.comm.TrackedCopy, per tensor segment, A-06)
@@ -43,7 +43,7 @@ class EngineConfig:
     lr_correction: bool = True        # the η_{t-1}/η_t factor of Algorithm 1 (A-05)
     weight_decay: float = 0.0         # A-04
     force_first: bool = True
-    memory_efficient: bool = False    # s_i = Σ_j w_ij x̂_j kept and updated with W q (spec §3.1)
+    memory_efficient: bool = False    # s_i = Σ_j w_ij x̂_j kept and updated with W q (the memory-efficient version, Sec. 3.2.1)
     flag_bits: int = 0                # A-25 optional 1-bit "no update" flag
     trigger_reference: str = "copy"   # ch3:A-trigger-ref: drift against x̂ ("copy") or the last sent iterate
     keep_ledger: bool = True

@@ -393,7 +393,7 @@ def run_method(params: dict, method: Method, task, seed: int, gamma: float, log=
                 break
     wall = time.perf_counter() - t0
     frame = pd.DataFrame(recs)
-    # re-price the ledger under the other conventions (spec §3.5)
+    # re-price the ledger under the other conventions (docs/thesis_ch3.md)
     for conv in CH3_CONVENTIONS[1:]:
         if eng.ledger is not None and eng.ledger.steps("p2p").size:
             steps, bits = thesis_bits_per_step(eng.ledger, conv, "p2p")
@@ -428,7 +428,7 @@ def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, di
     """Every method x seed of one configuration.  make_task(seed) -> a fresh task (data, sampler).
 
     Variants of the event-triggered method (SQuARM), each in a column of its own:
-      `trigger_scales` (a list; the threshold-scale sweep of spec RISK R-1 / §7.2): the threshold c_t multiplied by
+      `trigger_scales` (a list; the threshold-scale sweep of RISK R-1, docs/thesis_ch3.md): the threshold c_t multiplied by
         each scale s (on top of any A-22 calibration; s = 0 is "no trigger"); column `trigger_scale`.
       `trigger_references` (a list of "copy" / "last_sent", assumption ch3:A-trigger-ref): what the trigger measures
         the drift against; column `trigger_reference`.  Without the list, `trigger_reference` (default "copy").

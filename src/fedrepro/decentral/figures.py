@@ -1,4 +1,4 @@
-"""Figure data and plots for thesis Figs. 3.1-3.4 (spec §4, §5, §8) and the threshold-scale sweep (RISK R-1).
+"""Figure data and plots for thesis Figs. 3.1-3.4 (Sec. 3.5) and the threshold-scale sweep (RISK R-1).
 
 `figure_data(runs, ...)` -> one tidy frame: `row == "curve"` (seed-mean per method and eval step) and
 `row == "summary"` (per method: X-to-target under B32/B64idx/Blog, savings of SQuARM against it, rounds, airtime
@@ -56,7 +56,7 @@ def summary(cur: pd.DataFrame, *, metric: str, target: float, higher: bool, n_no
         cc["wall_s"] = wall_clock(cc["step"], cc["airtime_bits"], cc["rounds"], per_node_compute, rate, tau_oh)
         hit = {m: _first_reach(c, metric, tgt, higher) for m, c in cc.groupby("method", sort=False)}
         sq = hit.get("squarm")
-        # calibrated compute time (spec §4): total compute to target = 0.345 x SQuARM's airtime to target
+        # calibrated compute time (Sec. 3.5.3; docs/thesis_ch3.md): total compute to target = 0.345 x SQuARM's airtime to target
         tau_cal = (0.345 * sq["airtime_s"] / max(1.0, sq["step"])) if sq is not None else np.nan
         van = cc[cc.method == "vanilla"]
         for m, c in cc.groupby("method", sort=False):
@@ -90,7 +90,7 @@ def summary(cur: pd.DataFrame, *, metric: str, target: float, higher: bool, n_no
         out.loc[idx, "final_train_loss_vanilla"] = float(van["final_train_loss"].iloc[0]) if len(van) else np.nan
         out.loc[idx, "final_bits_squarm"] = float(sqr["final_bits_B32"].iloc[0]) if len(sqr) else np.nan
     ratios = out[[f"savings_bits_{k}" for k in CH3_CONVENTIONS]].div(out["paper_savings"], axis=0)
-    # closest convention's factor to the paper's value (spec §8: within x3 under at least one convention)
+    # closest convention's factor to the paper's value (the claims' band: within x3 under at least one convention)
     out["best_factor"] = np.exp(np.abs(np.log(ratios.astype(float))).min(axis=1, skipna=True))
     out["savings_B32"] = out["savings_bits_B32"]
     return out

@@ -1,4 +1,4 @@
-"""The 100 Kbps link model of Fig. 3.3 (spec §4): per-node uplink, broadcast, synchronous rounds (A-35).
+"""The 100 Kbps link model of Fig. 3.3 (thesis Sec. 3.5.3): per-node uplink, broadcast, synchronous rounds (A-35).
 
 airtime A(t) = Σ_{sync rounds <= t} max_i bits_i / R                       (A-34: 1 Kbps = 1000 bit/s)
 wall(t)     = t τ_comp + Σ_{sync rounds <= t} max_i [bits_i / R + τ_oh 1{fire_i}]

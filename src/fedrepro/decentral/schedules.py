@@ -1,4 +1,4 @@
-"""Learning-rate and trigger-threshold schedules (thesis ch. 3 spec §3.4).  Each is a function of the
+"""Learning-rate and trigger-threshold schedules (thesis Sec. 3.5; docs/thesis_ch3.md).  Each is a function of the
 global iteration t; `iters_per_epoch` converts to epochs e = t // iters_per_epoch where needed."""
 
 from __future__ import annotations

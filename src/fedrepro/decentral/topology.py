@@ -44,7 +44,7 @@ class Topology:
 
 
 def spectral_gap(W: np.ndarray) -> float:
-    """δ = 1 - max_{i>=2} |λ_i(W)|, eigenvalues ordered by modulus (spec §2.2)."""
+    """δ = 1 - max_{i>=2} |λ_i(W)|, eigenvalues ordered by modulus (thesis Sec. 3.2)."""
     ev = np.sort(np.abs(np.linalg.eigvalsh(np.asarray(W, dtype=np.float64))))[::-1]
     return float(1.0 - (ev[1] if ev.size > 1 else 0.0))
 

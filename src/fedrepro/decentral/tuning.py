@@ -2,7 +2,7 @@
 
 The thesis says only that γ is "initialized (see Theorem 2)"; Theorem 2's value is unusable (about 1e-5 on these
 rings), so γ must be tuned, and the criterion decides the result:
-  "a10"        the spec's A-10 rule: the lowest training loss of the averaged model after `tune_frac` of the run.
+  "a10"        the pre-registered A-10 rule: the lowest training loss of the averaged model after `tune_frac` of the run.
                It sees the start only: on one class per node it picks γ = 1 for SQuARM, whose local models then
                drift apart (consensus distance ~1e8-1e9) while the test error rises after an early best.
   "whole_run"  the lowest final test error among the stable runs: those whose consensus distance (1/n)‖X − X̄‖²

@@ -1,6 +1,6 @@
 """Linear federated MAX-VAR GCCA (Shrestha & Fu): CuteMaxVar, AltMaxVar, MVLSA and the exact optimum.
 
-Spec: shared/specs/gcca_cutemaxvar.md (§2-§3.5, §3.8, §4, §5.1-§5.6).  Modules:
+Paper: Shrestha & Fu, Secs. II-III and V-A; decisions: docs/gcca.md.  Modules:
 
 - ``views``       dense (I, J, N) stacks and lists of scipy.sparse views, with their Gram eigensystems
 - ``objective``   the MAX-VAR cost f = sum_i 1/2 ||X_i Q_i - G||_F^2 and the polar (Procrustes) G-step

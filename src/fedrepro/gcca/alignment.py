@@ -1,4 +1,4 @@
-"""Cross-language alignment accuracy AC (spec §4.5, A-11), vectorized.
+"""Cross-language alignment accuracy AC (Sec. V-A.5, gcca:A-11), vectorized.
 
 AC = 1/(I(I-1)) sum over ordered pairs i != m of 1/J sum_p [dist_im(p, p) <= dist_im(p, p') for all p' != p],
 dist_im(p, p') = ||Z_i(p,:) - Z_m(p',:)||_2, Z_i = X_i^test Q_i.  Ties count as success.
@@ -29,7 +29,7 @@ def alignment_hits(Z: np.ndarray, max_bytes: int = 256 * 2**20) -> np.ndarray:
 
 
 def alignment_accuracy(Z: np.ndarray, max_bytes: int = 256 * 2**20) -> float:
-    """AC over the ordered pairs i != m (spec §4.5), Z: (I, J_test, K) test representations."""
+    """AC over the ordered pairs i != m (Sec. V-A.5), Z: (I, J_test, K) test representations."""
     I, J = Z.shape[:2]
     hits = alignment_hits(Z, max_bytes)
     return float(hits[~np.eye(I, dtype=bool)].sum() / (I * (I - 1) * J))

@@ -369,7 +369,7 @@ def fig5(art):
 # ---- Figs. 6-8 ----------------------------------------------------------------------------------------------------
 
 # Figs. 6-7's time axis: the paper's wall clock, measured as the process's CPU time (fedrepro.runtime.compute_clock:
-# the waiting for a core under load is left out) on the simulated-parallel clock of spec §4.10 (node phase / I +
+# the waiting for a core under load is left out) on the simulated-parallel clock of gcca:A-16 (node phase / I +
 # server phase per iteration).
 TIME_AXIS = "time (s; CPU clock, nodes in parallel)"
 

@@ -1,4 +1,4 @@
-"""The data behind gcca Fig. 2: CuteMaxVar's compression operation on one random Δ (spec §3.1.2, eqs. 18-19, §5.0).
+"""The data behind gcca Fig. 2: CuteMaxVar's compression operation on one random Δ (Sec. III-C.2, eqs. 18-19).
 
 The paper's Fig. 2 illustrates the rule: the normalized value t = |Δ(j,k)|/‖Δ‖_max lies in an interval
 [p/S, (p+1)/S] of [0, 1] split into S = 2^(q-1) - 1 intervals, and is rounded to p/S or (p+1)/S, up with

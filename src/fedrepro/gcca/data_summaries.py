@@ -1,7 +1,7 @@
 """What Figs. 9-13 show, computed from the run CSVs (the notebooks plot these and write them as the artifact CSV).
 
 Conventions as in ``summaries``: ``kind`` "curve" rows are plotted, the other kinds hold what the claims read.
-R = 1-based index of the first entry of the (trial-mean) curve meeting the level (spec §4.3); for curves
+R = 1-based index of the first entry of the (trial-mean) curve meeting the level (Sec. V-A.3); for curves
 evaluated every few iterations (Europarl AC) R = step + 1 of the first evaluation meeting it.
 CR = 1 - q R_C / (32 R_A), rounded half to even to 4 decimals; NaN when a method never meets the level.
 """

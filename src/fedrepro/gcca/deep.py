@@ -1,4 +1,4 @@
-"""Deep federated MAX-VAR: CuteMaxVar-Deep and AltMaxVar-Deep (spec §2.3, §3.6-§3.7) in torch.
+"""Deep federated MAX-VAR: CuteMaxVar-Deep and AltMaxVar-Deep (Sec. II-B, Algorithm 1, Sec. V-B.1) in torch.
 
 The I per-view MLPs are one stacked network (``StackedMLP``): every layer holds (I, n_in, n_out)
 weights and runs as one ``torch.bmm`` over the views, BatchNorm is a per-view batched BN
@@ -145,7 +145,7 @@ def full_pass(model: StackedMLP, X: torch.Tensor, chunk: int = 65536) -> np.ndar
 
 
 def test_representation(model: StackedMLP, X_test: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """(per-view outputs (I, J_test, K), G_test = polar(sum_i C M_i^test)) (spec §4.7)."""
+    """(per-view outputs (I, J_test, K), G_test = polar(sum_i C M_i^test)) (Sec. V-B.4)."""
     M = full_pass(model, X_test)
     return M, polar(_center(M).sum(axis=0))
 

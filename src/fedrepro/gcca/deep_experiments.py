@@ -1,4 +1,4 @@
-"""The deep runs behind Figs. 10-11 (2-D toy, spec §5.8-§5.9) and Figs. 12-13 (EHR, §5.10-§5.11): tidy long rows.
+"""The deep runs behind Figs. 10-11 (2-D toy, Sec. V-B.2-3) and Figs. 12-13 (EHR, Sec. V-B.4): tidy long rows.
 
 Every run CSV has the columns ``kind, method, q, seed, step, metric, value, view, x, y, label``:
   kind "curve":   per (method, trial, step) the metrics objective, bpv and accuracy (test)
@@ -49,7 +49,7 @@ COLUMNS = ["kind", "method", "q", "seed", "step", "metric", "value", "view", "x"
 # ---- data ---------------------------------------------------------------------------------------------------------
 
 def toy_views(rng: np.random.Generator, n: int, shuffle: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """The DGCCA 2-D three-view mixture (spec §5.8): (3, n, 2) float64 and labels (first n/2 class 0)."""
+    """The DGCCA 2-D three-view mixture (Sec. V-B.3, after Benton et al. [8]): (3, n, 2) float64 and labels (first n/2 class 0)."""
     half = n // 2
     y = np.r_[np.zeros(half, int), np.ones(n - half, int)]
     eps = rng.standard_normal((3, n, 2))
@@ -69,7 +69,7 @@ def toy_views(rng: np.random.Generator, n: int, shuffle: bool = True) -> tuple[n
 
 def ehr_split(views: np.ndarray, labels: np.ndarray, rng: np.random.Generator, n_test: int = 200,
               per_view: bool = True):
-    """Step 6 of spec §6.5 (A-33): within-group shuffle per view, one global permutation, last n_test rows test."""
+    """The EHR hold-out (gcca:A-33): within-group shuffle per view, one global permutation, last n_test rows test."""
     from fedrepro.data.multiview import holdout, within_group_shuffle
 
     X, y = within_group_shuffle(np.asarray(views, dtype=np.float64), np.asarray(labels), rng, per_view=per_view)
@@ -80,7 +80,7 @@ def ehr_split(views: np.ndarray, labels: np.ndarray, rng: np.random.Generator, n
 # ---- metrics ------------------------------------------------------------------------------------------------------
 
 def matched_accuracy(pred: np.ndarray, truth: np.ndarray) -> float:
-    """max over label permutations of the agreement (Hungarian matching, spec §4.6)."""
+    """max over label permutations of the agreement (Hungarian matching; Sec. V-B.3)."""
     from scipy.optimize import linear_sum_assignment
 
     k = int(max(pred.max(), truth.max())) + 1

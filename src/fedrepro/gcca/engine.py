@@ -1,4 +1,4 @@
-"""One engine for Algorithm 1 (CuteMaxVar, spec §3.5); AltMaxVar is the same loop with the identity compressor.
+"""One engine for Algorithm 1 (CuteMaxVar, Sec. III-D); AltMaxVar is the same loop with the identity compressor.
 
 Every message goes through ``fedrepro.comm``: the uplink M̂_i and downlink Ĝ are ``TrackedCopy``
 error-feedback copies (x̂ <- x̂ + C(x - x̂)), the initial round is sent with ``Identity`` (the only
@@ -10,8 +10,8 @@ Per outer iteration r = 0..R-1:
           (minibatch: (J/B) X_F^T (X_F Q - Ĝ_F), F uniform without replacement; full: X^T X Q - X^T Ĝ);
           M_i = X_i Q_i; send C(M_i - M̂_i)
   server: Y = sum_i (C_J) M̂_i + prox_weight G^(r); G^(r+1) = polar(Y); broadcast C(G^(r+1) - Ĝ)
-  log:    f^(r+1) = sum_i 1/2 ||M_i - G^(r+1)||^2 (exact M_i and G, spec §4.1)
-Wall clock (spec §4.10, A-16): t^(r) = (node phase)/I + server phase.  The node phase is one batched
+  log:    f^(r+1) = sum_i 1/2 ||M_i - G^(r+1)||^2 (exact M_i and G: the cost of Problem (7), Sec. V-A.3)
+Wall clock (Figs. 6-7, gcca:A-16): t^(r) = (node phase)/I + server phase.  The node phase is one batched
 computation over the I simulated nodes, so its duration divided by I is the mean per-node time.  Durations are CPU
 time (fedrepro.runtime.compute_clock): the clock of an idle single-threaded machine, whatever the load.
 """

@@ -1,4 +1,4 @@
-"""Europarl (Fig. 9, spec §5.7, §6.4): hashed bag-of-words views, sparse MVLSA, CuteMaxVar/AltMaxVar with test AC.
+"""Europarl (Fig. 9, Sec. V-A.5): hashed bag-of-words views, sparse MVLSA, CuteMaxVar/AltMaxVar with test AC.
 
 Features (A-28): ``HashingVectorizer(n_features=2**19, alternate_sign=False, norm=None, lowercase=True)`` word
 unigram counts, CSR float64, not centred.  Columns no training sentence uses are dropped per view (the
@@ -117,7 +117,7 @@ class SparseMvlsa:
 
 
 def sparse_mvlsa(views: HashedViews, K: int, K_tilde: int) -> SparseMvlsa:
-    """MVLSA (spec §3.2, mu = 0) from svds(k = K~) of each view: G = top-K left singular vectors of [U_1..U_I],
+    """MVLSA (Rastogi et al. [10], mu = 0) from svds(k = K~) of each view: G = top-K left singular vectors of [U_1..U_I],
     Q_i = V_i S_i^-1 U_i^T G."""
     Us, Vs, Ss = [], [], []
     for x in views.Xs:

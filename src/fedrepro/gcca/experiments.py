@@ -1,4 +1,4 @@
-"""The runs behind Figs. 3-8 and Table I (spec §5.1-§5.6): tidy long rows, one per (trial, variant, step, metric).
+"""The runs behind Figs. 3-8 and Table I (Sec. V-A.4): tidy long rows, one per (trial, variant, step, metric).
 
 Parameters (the registry's resolved configuration):
   J, N, D, K, I (or I_values: a list, Fig. 7), nu, K_tilde, T, R, trials, sparse (bool) with d_Z, d_A, d_E,
@@ -134,7 +134,7 @@ def run_experiment(experiment: str, p: dict, progress: Callable | None = None) -
 
 
 def mean_curves(runs: pd.DataFrame, by: list[str], metric: str = "objective") -> pd.DataFrame:
-    """Trial-averaged curves (spec §4.1: arithmetic means over trials at each iteration)."""
+    """Trial-averaged curves (arithmetic means over trials at each iteration, as Sec. V-A.4 averages its Monte Carlo trials)."""
     sel = runs[runs.metric == metric]
     out = sel.groupby(by + ["step"], as_index=False).agg(value=("value", "mean"), bits_up=("bits_up", "mean"),
                                                           bits_down=("bits_down", "mean"))
@@ -147,7 +147,7 @@ def reference(runs: pd.DataFrame, metric: str, by: list[str] | None = None):
 
 
 def iterations_to_level(curve: np.ndarray, steps: np.ndarray, level: float) -> float:
-    """R of spec §4.3: 1-based index of the first entry of [f(0), f(1), ...] strictly below the level (NaN: never).
+    """R of the CR (Sec. V-A.3): 1-based index of the first entry of [f(0), f(1), ...] strictly below the level (NaN: never).
 
     The curve must be recorded at every step from 0 up to the crossing (checked)."""
     from fedrepro.comm.conventions import gcca_iterations_to_level

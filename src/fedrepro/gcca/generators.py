@@ -1,7 +1,7 @@
-"""The linear synthetic views X_i = Z A_i + nu E_i (spec §5, §5.6, §6.1-§6.2).
+"""The linear synthetic views X_i = Z A_i + nu E_i (Sec. V-A.1).
 
 Dense (Figs. 3-7): Z (J, D), A_i (D, N), E_i (J, N) i.i.d. N(0, 1); views column-centred (A-2).
-Noise multiplier nu: the spec's A-10 takes 0.1 (the authors' code; reproduces Table I's iteration
+Noise multiplier nu: gcca:A-10 takes 0.1 (the authors' code; reproduces Table I's iteration
 counts) although the paper prints nu = 0.01; both are configurations of the registry.
 
 Sparse (Fig. 8): Z, A_i, E_i sparse with standard-normal nonzeros, densities (d_Z, d_A, d_E)

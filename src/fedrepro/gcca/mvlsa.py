@@ -1,4 +1,4 @@
-"""MVLSA (Rastogi et al. 2015): the warm start and the reference baseline (spec §3.2).
+"""MVLSA (Rastogi et al. 2015): the warm start and the reference baseline (Sec. V-A.2).
 
 Node i sends W_i = U_i T_i (rank-K~ truncated SVD of X_i, T_i = diag(s/sqrt(s^2 + mu)) = I at mu = 0);
 the server takes G = the top-K left singular vectors of [W_1, ..., W_I]; node i sets
@@ -20,7 +20,7 @@ from fedrepro.gcca.views import _Views
 class MvlsaResult:
     Q: np.ndarray  # (I, N, K)
     G: np.ndarray  # (J, K)
-    cost: float  # f on the full views (spec §3.2 step 4)
+    cost: float  # f on the full views (the cost of Problem (7))
 
 
 def mvlsa(views: _Views, K: int, K_tilde: int, mu: float = 0.0) -> MvlsaResult:

@@ -1,4 +1,4 @@
-"""The MAX-VAR cost and the G-step (spec §2.2, §3.1.1, §4.1)."""
+"""The MAX-VAR cost and the G-step (Sec. II-A, eq. 2; Sec. III-A)."""
 
 from __future__ import annotations
 

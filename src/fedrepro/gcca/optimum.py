@@ -1,4 +1,4 @@
-"""The exact optimum of linear MAX-VAR (spec §2.2, §3.3, §4.2).
+"""The exact optimum of linear MAX-VAR (Sec. II-A; Theorem 3, Sec. IV-B).
 
 G_opt = the K principal eigenvectors of P = sum_i X_i X_i^+ (a sum of orthogonal projectors) and
 v* = 1/2 (I K - sum_{k<=K} lambda_k(P)).  Dense views: P is formed from the views' eigensystems and

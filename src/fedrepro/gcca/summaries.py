@@ -1,8 +1,8 @@
 """What each artifact shows, computed from the run CSVs (the notebooks plot these and write them as the artifact's CSV).
 
 Every table has a ``kind`` column: ``curve`` rows are the plotted trial-mean curves, the other kinds hold
-the numbers the claims read (crossing iterations, CR, final ratios, ...).  Spec §4.1 (trial means),
-§4.3 (R = 1-based first index strictly below c v*, CR = 1 - q R_C / (32 R_A), "-" = NaN), §3.8 (BPV).
+the numbers the claims read (crossing iterations, CR, final ratios, ...): trial means (Sec. V-A.4), R and CR
+(Sec. V-A.3: R = 1-based first index strictly below c v*, CR = 1 - q R_C / (32 R_A), "-" = NaN) and BPV (Sec. V-A.3).
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def fig8(runs: pd.DataFrame, from_step: int = 5) -> pd.DataFrame:
 
 
 def motivating_example(J: int = 10**6, K: int = 300) -> dict:
-    """Spec §3.8 / C27: one J x K full-precision message, in bits, bytes and GB (10^9 bytes), via the comm ledger."""
+    """Sec. III-A / C27: one J x K full-precision message, in bits, bytes and GB (10^9 bytes), via the comm ledger."""
     from fedrepro.comm import BitLedger, get_compressor
 
     msg = get_compressor("identity")(np.zeros((1, K)), batched=True)  # one row of the message

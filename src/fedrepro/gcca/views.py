@@ -4,7 +4,7 @@ Every view has the same feature dimension N in the paper's experiments, so the p
 are one (I, N, K) array.  Dense views are one (I, J, N) array and every node operation is a batched
 matmul (no loop over views); sparse views are a list of CSR matrices (one sparse product per view).
 Each view's Gram matrix X_i^T X_i (N x N) and its eigensystem are computed once: they give the step
-size 1/lambda_max (spec §3.1.3), the full gradient X^T X Q - X^T G in O(N^2 K), MVLSA's truncated
+size 1/lambda_max (Sec. V-A.4), the full gradient X^T X Q - X^T G in O(N^2 K), MVLSA's truncated
 SVD (§3.2) and the pseudo-inverse for v* (§3.3).
 """
 
@@ -19,7 +19,7 @@ import scipy.sparse as sp
 if TYPE_CHECKING:  # imported at run time by kernels.compiled(); named here for the import closure (codedeps)
     from fedrepro.kernels import sparse  # noqa: F401
 
-RANK_CUTOFF = 1e-10  # relative eigenvalue cut-off of the pseudo-inverse (spec §3.3)
+RANK_CUTOFF = 1e-10  # relative eigenvalue cut-off of the pseudo-inverse (docs/gcca.md)
 
 
 # Up to this many rows, one partition of every view's whole key row beats the candidate search view by view (Python
@@ -29,7 +29,7 @@ WHOLE_ROW_J = 2048
 
 
 def sample_rows(rng: np.random.Generator, n_views: int, J: int, batch: int, increasing: bool = False) -> np.ndarray:
-    """(I, batch) row indices, uniform without replacement, drawn independently per view (spec §3.1.3): per view
+    """(I, batch) row indices, uniform without replacement, drawn independently per view (Sec. III-C.3, Fact 3): per view
     the rows of the `batch` smallest of J uniform keys.
 
     ``increasing=True``: the same rows (the same random stream) in increasing order, found about ten times
@@ -136,7 +136,7 @@ class DenseViews(_Views):
         return np.swapaxes(self.X, 1, 2) @ G
 
     def batch_gradient(self, rows: np.ndarray, Q: np.ndarray, Ghat: np.ndarray) -> np.ndarray:
-        """(J/B) X_F^T (X_F Q - Ghat_F) per view with its own rows F (I, B): unbiased (spec §3.1.3)."""
+        """(J/B) X_F^T (X_F Q - Ghat_F) per view with its own rows F (I, B): unbiased (Fact 3)."""
         B = rows.shape[1]
         # the gathers as np.take on the (I J, N) stack: the same rows as X[arange(I)[:, None], rows] and Ghat[rows],
         # 2-3x faster at the paper's B = 150 (per step: 15 -> 6 and 6.6 -> 2.6 us)

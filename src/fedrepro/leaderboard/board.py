@@ -69,6 +69,31 @@ def build(root: str | Path, scale: str, registry, board: Board | None = None) ->
     return frame
 
 
+BELOW_REGIME = "† target below regime at this scale"
+
+
+def below_regime(root: str | Path, claims_files: dict[str, str], settings: dict) -> dict[str, str]:
+    """setting -> why its numbers are below the regime the paper's claims need at this scale (its figure's claims
+    judged `not-comparable` for "regime not reached" under the setting's own configuration; thesis Fig. 3.2's
+    target near chance), read from the figure's claims CSV; settings whose claims reach it are left out."""
+    from fedrepro.artifact import claim_base
+    from fedrepro.scorecard.reasons import NOT_REACHED
+
+    out = {}
+    for name, path in claims_files.items():
+        if not (Path(root) / path).is_file():
+            continue
+        claims = pd.read_csv(Path(root) / path, dtype=str, keep_default_na=False)
+        conf = settings[name]["own"]["configuration"]
+        hit = claims[claims.reason.str.startswith(NOT_REACHED) & (claims.verdict == "not-comparable")
+                     & claims.configuration.isin([conf, ""])]
+        if not hit.empty:
+            ids = ", ".join(dict.fromkeys(hit.claim.map(claim_base)))
+            why = hit.reason.iloc[0][len(NOT_REACHED):].lstrip(": ").split(" (tested ")[0]
+            out[name] = f"{settings[name]['label']}, claims {ids}: {why}"
+    return out
+
+
 def better(column: str) -> str:
     """Which way a column is better: "higher" for δ (a contraction closer to 1 loses less), "lower" for every
     other (bits, communication cost, f/v*, the measured error)."""
@@ -106,14 +131,14 @@ def _cell(value: float, note: str, own: bool, rank: float = np.nan) -> str:
     return f"{text} ★" if own else text
 
 
-def _head(settings: dict, setting: str, column: str) -> str:
+def _head(settings: dict, setting: str, column: str, regime: dict | None = None) -> str:
     head = f"{settings[setting]['label']}: {column}" if setting in settings else column
-    return f"{head} ({better(column)} is better)"
+    return f"{head} ({better(column)} is better)" + (" †" if setting in (regime or {}) else "")
 
 
-def wide(frame: pd.DataFrame, settings: dict) -> pd.DataFrame:
+def wide(frame: pd.DataFrame, settings: dict, regime: dict | None = None) -> pd.DataFrame:
     """One row per compressor; a cell per (setting, column) with its rank in that column (#1 best); ★: the
-    paper's own compressor (its figure's number)."""
+    paper's own compressor (its figure's number); †: a column below the regime (`below_regime`)."""
     if "rank" not in frame:
         frame = frame.assign(better=frame.column.map(better))
         frame["rank"] = column_ranks(frame)
@@ -123,13 +148,13 @@ def wide(frame: pd.DataFrame, settings: dict) -> pd.DataFrame:
         row = {"compressor": c, "label": g.label.iloc[0]}
         for s, col in cols:
             cell = g[(g.setting == s) & (g.column == col)]
-            row[_head(settings, s, col)] = (_cell(float(cell.value.iloc[0]), cell.note.iloc[0], bool(cell.own.iloc[0]),
+            row[_head(settings, s, col, regime)] = (_cell(float(cell.value.iloc[0]), cell.note.iloc[0], bool(cell.own.iloc[0]),
                                                   float(cell["rank"].iloc[0])) if len(cell) else "")
         out.append(row)
     return pd.DataFrame(out)
 
 
-def markdown(frame: pd.DataFrame, settings: dict, scale: str) -> str:
+def markdown(frame: pd.DataFrame, settings: dict, scale: str, regime: dict | None = None) -> str:
     from fedrepro.plotting.tables import markdown_table
 
     lines = [f"# Leaderboard ({scale} scale): every registered compressor in each work's comparison setting", "",
@@ -141,11 +166,15 @@ def markdown(frame: pd.DataFrame, settings: dict, scale: str) -> str:
     for name, s in settings.items():
         lines.append(f"- **{s['label']}**: {s['value']}")
     lines.append("")
-    return "\n".join(lines) + markdown_table(wide(frame, settings)) + "\n"
+    for why in (regime or {}).values():
+        lines += [f"{BELOW_REGIME}: {why}; its ranks compare the compressors at this scale's target, not the "
+                  "paper's.", ""]
+    return "\n".join(lines) + markdown_table(wide(frame, settings, regime)) + "\n"
 
 
-def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
-    """One horizontal bar panel per column (log scale where the values span more than a decade)."""
+def figure(frame: pd.DataFrame, settings: dict, title: str = "", regime: dict | None = None):
+    """One horizontal bar panel per column (log scale where the values span more than a decade); a column below
+    the regime (`below_regime`) says so under its title."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
@@ -202,7 +231,9 @@ def figure(frame: pd.DataFrame, settings: dict, title: str = ""):
         ax.set_yticks(y, [n for n in names], fontsize=7)
         ax.set_ylim(len(names) - 0.5, -0.5)   # every compressor's row, also where no bar is drawn
         head = settings[s]["label"] if s in settings else "fedrepro.comm"
-        ax.set_title(f"{head}\n{col}\n{better(col)} is better (#1 best)", fontsize=8)
+        note = f"\n{BELOW_REGIME}" if s in (regime or {}) else ""
+        ax.set_title(f"{head}\n{col}\n{better(col)} is better (#1 best){note}", fontsize=8,
+                     **({"color": "#9a6700"} if note else {}))
         ax.tick_params(axis="x", labelsize=7)
     for ax in axes[len(cols):]:
         ax.set_visible(False)
@@ -228,12 +259,14 @@ def leaderboard(root, scale: str, outputs: dict, plugins=None):
     marked = {s for s, fs in by_setting.items() if uses_stand_in(root, fs)}   # settings whose runs use a stand-in
     stand_in = bool(marked)
     write_csv(outputs["csv"], frame)
-    text = markdown(frame, board.settings, scale)
+    regime = below_regime(root, board.claims_files(scale, registry), board.settings)
+    text = markdown(frame, board.settings, scale, regime)
     if stand_in:
         names = ", ".join(board.settings[s]["label"] for s in board.settings if s in marked)
         text = text.replace("\n\n", f"\n\nSome runs use stand-in data ({names}; see each figure's page).\n\n", 1)
     write_text(outputs["md"], text)
-    fig = figure(frame, board.settings, title=f"fedrepro leaderboard ({scale} scale): ★ = the paper's own compressor")
+    fig = figure(frame, board.settings, title=f"fedrepro leaderboard ({scale} scale): ★ = the paper's own compressor",
+                 regime=regime)
     # the mark on the panels of the settings made from stand-in data only (the measured δ panels use no dataset)
     panels = [ax for ax, (s, _) in zip(fig.axes, column_order(frame)) if s in marked]
     save_figure(fig, outputs["pdf"], outputs["png"], stand_in=panels)

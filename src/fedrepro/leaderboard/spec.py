@@ -91,6 +91,12 @@ class Board:
             out[name] = files
         return out
 
+    def claims_files(self, scale: str, registry) -> dict[str, str]:
+        """setting -> the claims CSV of its figure (the judged claims say whether its runs reach the regime the
+        paper's claims need), for the settings whose figure is built at `scale`."""
+        return {name: registry.claims_file(s["paper"], s["figure"], scale) for name, s in self.settings.items()
+                if scale in registry.artifact(s["paper"], s["figure"])["scales"]}
+
     def board_runs(self, scale: str, registry) -> list[tuple[str, str, str]]:
         """(paper, experiment, configuration) of every board run the leaderboard needs at `scale`."""
         out = []

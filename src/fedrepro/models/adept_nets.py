@@ -69,7 +69,7 @@ class BasicUNet(nn.Module):
 
 
 class FeatureNet(nn.Module):
-    """LeNet-style classifier whose penultimate 128-d features replace Inception for proxy FID/KID (spec 4.3)."""
+    """LeNet-style classifier whose penultimate 128-d features replace Inception for proxy FID/KID (docs/adept.md, "Feature extractor for FID / KID")."""
 
     def __init__(self, n_classes: int = 10, in_ch: int = 1, size: int = 28):
         super().__init__()

@@ -6,7 +6,7 @@ batched call: no Python loop over parties except for the ResNet-18s (parameters 
 parameters, so the gradient of a sum of per-party losses is each party's own gradient and plain SGD on
 the stacked tensors is M independent SGD steps.
 
-- ``StackedLSTM``     MIMIC-III (cvfl.md §5.A.1): one-layer LSTM, last hidden state, Keras init (A-19).
+- ``StackedLSTM``     MIMIC-III (Sec. 5, App. C.1): one-layer LSTM, last hidden state, Keras init (A-19).
 - ``StackedMLP``      small quick-scale parties (Q-CIFAR proxy, tests): Linear-ReLU-Linear, unbounded output.
 - ``StackedViewCNN``  ModelNet10 (§5.A.3 shape, scaled): per-view conv stack shared over a party's views,
                       element-wise max over the party's views, Linear to the embedding (no activation).

@@ -1,6 +1,6 @@
 """Thesis ch. 4: decentralized multi-task stochastic optimization with compressed communication.
 
-Spec: shared/specs/thesis_ch4_ch5.md PART I.  Modules:
+Thesis ch. 4 (Algorithms 2-3, Sec. 4.5); decisions: docs/thesis_ch4.md.  Modules:
 
 - ``graph``        Erdős–Rényi topology, edge index arrays and the signed incidence matrix
 - ``projection``   projection onto the ball X and the shrunk set X~ (bandit feedback)

@@ -1,7 +1,7 @@
 """Algorithms 2 (sample feedback) and 3 (bandit feedback) of thesis ch. 4, and the vanilla scheme.
 
 All nodes and edges are processed at once (edge index arrays and a sparse incidence matrix).
-Per iteration t = 1..T (spec §1.3.1):
+Per iteration t = 1..T (Algorithm 2, Sec. 4.3.1):
 
     q_i     = C(x~_i(t) - x^_i(t-1))            (t = 1: uncompressed, x^(0) = 0)     fedrepro.comm.TrackedCopy
     x^_i(t) = x^_i(t-1) + q_i;  x_i(t) = Π(x^_i(t))                                  Π onto X (Alg. 3: X~)
@@ -64,7 +64,7 @@ def run_scheme(problem, x_init: np.ndarray, *, compressor: Compressor | None, fe
 
     x_init: x~(1), already in X (Alg. 2) or X~ (Alg. 3).  metrics_fn(xbar, x, lam) -> {name: float}
     is evaluated at the logged iterations.  ``rng_compressor``: the random stream of a randomized compressor
-    (Rand-k, QSGD; drawn once per sender and message, spec §1.3.1), its own stream so that the sample and
+    (Rand-k, QSGD; drawn once per sender and message; Sec. 4.3.1), its own stream so that the sample and
     direction streams draw the same numbers whichever compressor runs; deterministic compressors ignore it.
     """
     if feedback not in FEEDBACKS:

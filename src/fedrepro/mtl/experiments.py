@@ -5,7 +5,7 @@ scheme, logged step and metric, with the cumulative bits of that step under thre
 ``curves`` and ``summarize`` turn it into the figure's data and the per-scheme numbers the claims
 read (bit savings at a target gap, final values, ratios to vanilla).
 
-Bits (spec §1.3.5): ``bits_measured`` is the ledger's payload (fedrepro.comm's default pricing:
+Bits (Sec. 4.5; docs/thesis_ch4.md): ``bits_measured`` is the ledger's payload (fedrepro.comm's default pricing:
 32-bit values, 32-bit indices, 32-bit sign scales); ``bits_P`` the paper-matching convention P
 (indices ⌈log2 d⌉ bits, scales not counted) and ``bits_F`` convention F (P plus the 32-bit scale),
 both from ``fedrepro.comm.conventions.thesis_bits_from_ledger``.  Every message is unicast to each
@@ -206,7 +206,7 @@ def curves(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def crossing(steps: np.ndarray, gap: np.ndarray, tau: float) -> float:
-    """First iteration with gap ≤ τ, log-linearly interpolated between logged points (spec §1.3.5); nan if never."""
+    """First iteration with gap ≤ τ, log-linearly interpolated between logged points (docs/thesis_ch4.md); nan if never."""
     below = np.nonzero(gap <= tau)[0]
     if below.size == 0:
         return float("nan")

@@ -1,6 +1,6 @@
 """Undirected graphs as edge index arrays and a signed incidence matrix (no per-edge Python loops).
 
-A-G (spec §1.5): an Erdős–Rényi G(n, p) graph, redrawn until connected.  The spec names
+A-G (Sec. 4.5): an Erdős–Rényi G(n, p) graph, redrawn until connected.  The pre-registered reading names
 ``networkx.erdos_renyi_graph(n, p, seed)``; networkx is not a dependency here, so the graph is drawn
 with numpy (each of the n(n-1)/2 pairs independently with probability p, from the caller's
 generator) and connectivity is checked with ``scipy.sparse.csgraph``.  The law is the same G(n, p);

@@ -19,7 +19,7 @@ def project_ball(Y: np.ndarray, radius: float) -> np.ndarray:
 
 def project_shrunk(Y: np.ndarray, radius: float, zeta: float, y0: np.ndarray | None = None,
                    r: float | None = None) -> np.ndarray:
-    """Projection onto X~ for X the ball of `radius` (general form, spec §1.3.2):
+    """Projection onto X~ for X the ball of `radius` (general form, Sec. 4.4.1):
     Π_X~(y) = (1 - α) Π_X((y - α y0)/(1 - α)) + α y0 with α = ζ/r (default y0 = 0, r = radius)."""
     r = radius if r is None else r
     alpha = zeta / r

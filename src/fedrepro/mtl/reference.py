@@ -3,7 +3,7 @@
 min Σ_i F_i(x_i)  s.t.  g_e(x) = ‖x_i - x_j‖² + c_e ≤ 0 (every edge),  ‖x_i‖² ≤ ρ² (every node).
 
 For the QCQP under A-Q1/A-Q2 the constraints are inactive at the unconstrained minimizer
--μ_i/(2 df) (spec §1.5.1); ``qcqp_optimum`` returns it after checking feasibility and otherwise
+-μ_i/(2 df) (Sec. 4.5.1); ``qcqp_optimum`` returns it after checking feasibility and otherwise
 falls back to the SciPy solve.  ``kkt_residuals`` checks any candidate: the multipliers of the
 active constraints are fitted by non-negative least squares.
 """

@@ -4,7 +4,7 @@ For φ and ζ > 0, with u uniform on the unit sphere S^{d-1},
     ĝ(x) = d/(2ζ) [φ(x + ζu) - φ(x - ζu)] u
 is an unbiased estimate of ∇φ~(x), φ~(x) = E_{v ~ U(ball)} φ(x + ζv) (Flaxman et al.): the
 symmetric form is the one-point estimate d/ζ φ(x+ζu)u averaged with its reflection u → -u.
-The thesis prints d/(2ξ); it must be d/(2ζ) (spec §1.3.2).
+The thesis prints d/(2ξ); it must be d/(2ζ) (Algorithm 3, Sec. 4.4.1).
 """
 
 from __future__ import annotations

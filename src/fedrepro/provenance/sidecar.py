@@ -1,4 +1,4 @@
-"""Provenance sidecars: ``<file>.prov.json`` beside every run output and artifact (DESIGN §4).
+"""Provenance sidecars: ``<file>.prov.json`` beside every run output and artifact (docs/architecture.md, "Provenance sidecars").
 
 A sidecar records the file's sha256, the rule that made it, the git state, the resolved config
 subset and its hash, seeds, every input with its sha256 (and the sha256 of the input's own sidecar,

@@ -1,6 +1,6 @@
 """The artifact registry: config/papers/<paper>.yaml lists experiments, artifacts and claims.
 
-Everything the workflow builds is derived from here; paths follow DESIGN §4:
+Everything the workflow builds is derived from here; paths follow docs/architecture.md, "Paths":
   results/<scale>/<paper>/runs/<experiment>/<configuration>.csv     tidy run metrics
   results/<scale>/<paper>/{tables,figures}/<artifact>.*             the artifact (+ <artifact>.csv, its data)
   results/<scale>/<paper>/notebooks/<artifact>.{ipynb,html}         the executed notebook

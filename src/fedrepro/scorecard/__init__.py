@@ -1,4 +1,4 @@
-"""The claims scorecard: each paper number or statement against ours, with a verdict (DESIGN §4)."""
+"""The claims scorecard: each paper number or statement against ours, with a verdict (docs/architecture.md, "Claims")."""
 
 from fedrepro.scorecard.evaluate import VERDICTS, evaluate_claims
 

@@ -1,6 +1,6 @@
 """The scorecard job, in the Snakemake process: every artifact's claims -> results/<scale>/claims.{csv,md}, the
-assumption tables and the index page.  (Each artifact's own claims are judged by its render job:
-`fedrepro.scorecard.artifact_claims`.)
+assumption tables, the index page and the rst the report opens with.  (Each artifact's own claims are judged by its
+render job: `fedrepro.scorecard.artifact_claims`.)
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 
 
 def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "scorecard") -> None:
-    """`inputs` (claims, artifacts, registries) and `outputs` (csv, md, html, assumptions) as the rule names them."""
+    """`inputs` (claims, artifacts, registries) and `outputs` (csv, md, html, summary, assumptions) as the rule names
+    them (summary: the rst `snakemake --report` opens with)."""
     import pandas as pd
 
     from fedrepro.io import write_csv, write_text
@@ -23,6 +24,7 @@ def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "sco
         paper_order,
         write_assumption_tables,
     )
+    from fedrepro.scorecard.report_summary import report_summary_rst
     from fedrepro.workflow.jobs import local_job
 
     claims, artifacts, registries = list(inputs.claims), list(inputs.artifacts), list(inputs.registries)
@@ -41,6 +43,7 @@ def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "sco
             raise ValueError(f"the scorecard rule's assumption outputs {expected} are not the tables {written}")
         write_assumption_tables(registry, scale, table, tables)
         write_text(outputs.html, index_html(registry, scale, table, Path(outputs.html)))
+        write_text(outputs.summary, report_summary_rst(registry, scale, table))
         job.log.info("%d claim rows", len(table))
-        job.sidecars([outputs.csv, outputs.md, outputs.html, *written], inputs=[*claims, *artifacts, *registries],
+        job.sidecars([outputs.csv, outputs.md, outputs.html, outputs.summary, *written], inputs=[*claims, *artifacts, *registries],
                      config={"scale": scale})

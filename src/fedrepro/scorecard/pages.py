@@ -369,6 +369,19 @@ def _data_kinds(registry, scale: str) -> dict[tuple[str, str], dict]:
     return kinds
 
 
+def not_real_datasets(kinds: dict, papers: list[str], order: dict[str, list[str]]) -> dict:
+    """The stand-in legend: (dataset, kind) -> the (paper, artifact)s made from it, in the papers' order, for every
+    dataset whose build recorded a kind other than `real` (each labelled by what its runs' sidecars say it used,
+    never by the stand-in it would have used)."""
+    rank = {(p, a): (i, j) for i, p in enumerate(papers) for j, a in enumerate(order[p])}
+    not_real: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for (p, a), data in kinds.items():
+        for dataset, kind in data.items():
+            if kind != "real":
+                not_real.setdefault((dataset, kind), []).append((p, a))
+    return {k: sorted(set(arts), key=lambda pa: rank.get(pa, (len(papers), 0))) for k, arts in sorted(not_real.items())}
+
+
 def _datasets(root: Path) -> dict:
     from fedrepro.registry.config import load_yaml
 
@@ -501,9 +514,8 @@ def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Pat
     for p in papers:
         reg = registry.papers[p]
         docs = _doc_links(root, p, here)
-        parts.append(f"<li><a href='#{esc(p)}'><b>{esc(p)}</b></a>: {esc(reg['title'])}. "
-                     f"Specification <code>{esc(reg['spec'])}</code>"
-                     + (f"; decisions: {', '.join(docs)}" if docs else "") + ".</li>")
+        parts.append(f"<li><a href='#{esc(p)}'><b>{esc(p)}</b></a>: {esc(reg['title'])}."
+                     + (f" Decisions: {', '.join(docs)}." if docs else "") + "</li>")
     parts.append("</ol>")
 
     # table of contents
@@ -536,14 +548,7 @@ def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Pat
                          f"({len(rows)} experiments)</summary><table><tr><th>paper</th><th>experiment</th>"
                          f"<th>parameters at this scale (paper scale)</th></tr>{body}</table></details>")
 
-    # stand-in legend: each dataset labelled by the kind its build recorded (the runs' sidecars), never by the
-    # stand-in it would have used
-    not_real: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    rank = {(p, a): (i, j) for i, p in enumerate(papers) for j, a in enumerate(order[p])}
-    for (p, a), data in kinds.items():
-        for dataset, kind in data.items():
-            if kind != "real":
-                not_real.setdefault((dataset, kind), []).append((p, a))
+    not_real = not_real_datasets(kinds, papers, order)
     parts.append("<h2 id='stand-ins'>Stand-in data</h2><p><span class='standin'>STAND-IN DATA</span> on an artifact "
                  "(and as a watermark on its figure's panels) means that at least one of its runs was made from "
                  "synthetic or substitute data because the real dataset is not available here (credentialed, too "
@@ -554,8 +559,8 @@ def index_html(registry, scale: str, claims: pd.DataFrame, page: Path, root: Pat
         body = "".join(
             f"<tr><td><code>{esc(d)}</code></td><td>{esc((datasets.get(d) or {}).get('title', ''))}</td>"
             f"<td>{esc(_used_text(kind, datasets.get(d) or {}))}</td>"
-            f"<td>{', '.join(_artifact_link(registry, pa) for pa in sorted(set(arts), key=rank.get))}</td></tr>"
-            for (d, kind), arts in sorted(not_real.items()))
+            f"<td>{', '.join(_artifact_link(registry, pa) for pa in arts)}</td></tr>"
+            for (d, kind), arts in not_real.items())
         parts.append("<table><tr><th>dataset</th><th>what it is</th><th>what this build used</th><th>artifacts</th>"
                      f"</tr>{body}</table>")
     else:

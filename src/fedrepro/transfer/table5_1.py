@@ -3,7 +3,7 @@
 One run draws V*, the three Gaussian designs and the test set once per sample configuration and
 shares them across the five in-out ratios (common random numbers: each ratio gets its own target
 model and label noise).  The generative details the thesis leaves open are the ``configuration``
-keys below; ../specs thesis_ch4_ch5.md §2.3-2.5 names them A-T1 ... A-T6.
+keys below; docs/thesis_ch5.md, "Assumptions", names them A-T1 ... A-T6.
 """
 
 from __future__ import annotations
