@@ -145,8 +145,12 @@ def test_a_plugin_appears_on_the_leaderboard_by_configuration_only(workdir):
     mine = board[board.compressor == NAME]
     assert set(mine.setting) == {"gcca", "cvfl", "ch3", "ch4", "comm"}
     assert mine[mine.setting == "comm"].set_index("column").loc[board_module.MEASURED["error"], "value"] == pytest.approx(9, rel=0.15)
-    # it ran in every setting's engine (a number, or "not reached" at smoke sizes), and no cell says n/a
-    assert not mine.note.fillna("").str.startswith("n/a").any(), mine[["setting", "column", "note"]]
+    # it ran in every setting's engine (a number, or "not reached" at smoke sizes), and no cell says n/a but its
+    # delta: unbiased random-k (error d/k - 1 = 9) is no contraction (docs/comm.md), and the cell says so with the
+    # delta of the scaled C/(1 + 9)
+    na = mine[mine.note.fillna("").str.startswith("n/a")]
+    assert list(na.column) == [board_module.MEASURED["delta"]], mine[["setting", "column", "note"]]
+    assert "no contraction" in na.note.iloc[0] and "C/(1+9" in na.note.iloc[0]
     ch4 = pd.read_csv(workdir / "results/smoke/thesis/runs/board_ch4/as-stated.csv")
     assert (ch4[ch4.board_compressor == NAME].board_status == "ok").all() and (ch4.scheme == NAME).any()
     assert NAME in (workdir / "results/smoke/leaderboard.md").read_text()

@@ -128,6 +128,7 @@ def test_gamma_grid_figure_draws_one_panel_per_split_and_marks_both_choices(tmp_
     frame = pd.read_csv(art.outputs["csv"])
     import matplotlib.pyplot as plt
 
+    plt.close("all")                       # a figure another test left open is not this function's
     fig = gamma_grid_figure(frame)
     assert not plt.get_fignums()           # detached, as every figure function: a notebook shows it once
     axes = fig.axes

@@ -336,7 +336,10 @@ def _figure(art, panels, ncols: int, summary: pd.DataFrame, experiments=None):
     data = pd.concat(data, ignore_index=True)
     art.write_data(pd.concat([data.assign(row="curve"), summary], ignore_index=True))
     # each panel marked by the data of its own runs (Fig. 3: real CIFAR-10 beside stand-in MIMIC-III, ModelNet10)
-    art.save_figure(fig, panels={ax: set(panel[0]["experiment"]) for ax, panel in zip(axes.ravel(), panels)})
+    # (rows without an `experiment` column, as a runner's own output before the run rule: the artifact's experiments)
+    every = set(experiments or art.experiments)
+    art.save_figure(fig, panels={ax: set(panel[0]["experiment"]) if "experiment" in panel[0] else every
+                                 for ax, panel in zip(axes.ravel(), panels)})
     return fig
 
 
