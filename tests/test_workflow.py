@@ -18,7 +18,8 @@ from fedrepro.workflow import plan
 
 def _planned_rules(wd, *targets, scale="smoke"):
     """Rule names Snakemake would run (dry run), with their job counts."""
-    out = snakemake("-n", "--quiet", "rules", *targets, "--config", f"scale={scale}", cwd=wd).stdout
+    # targets first: `--quiet` takes several values and would swallow them
+    out = snakemake(*targets, "-n", "--quiet", "rules", "--config", f"scale={scale}", cwd=wd).stdout
     rows = [line.split() for line in out.splitlines()]
     return {r[0]: int(r[1]) for r in rows if len(r) == 2 and r[1].isdigit() and r[0] != "total"}
 
