@@ -217,6 +217,7 @@ def _verdicts(name, frames, tmp_path):
     return art.judge()[["claim", "verdict", "our_value"]].astype(str).to_records(index=False).tolist()
 
 
+@pytest.mark.slow  # seconds per case: kept out of the fast set
 @pytest.mark.parametrize("name", ["table2", "table3", "table4", "fig3", "figd1", "figd2", "figd3", "figd4", "figd5",
                                   "figd6"])
 @pytest.mark.parametrize("rate,cost", [(0.5, 0.01), (0.001, 100.0)], ids=["best", "worst"])

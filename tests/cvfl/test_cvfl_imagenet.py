@@ -136,6 +136,7 @@ def test_imagenet_parties_and_server_init():
     assert tr.W.shape == (100, 512) and torch.all(tr.bias == 0) and abs(float(tr.W.detach().std()) - 0.01) < 5e-4
 
 
+@pytest.mark.slow  # seconds per case: kept out of the fast set
 def test_figd8_uses_top5_and_its_claims_evaluate(folder, tmp_path):
     params = {**SMALL, "n_seeds": 1, "Q": 10, "epochs": 2, "compressors": ["none", "vector", "topk"], "bits": [2, 3]}
     runs, facts = run_experiment(params, folder, log=lambda *a: None)

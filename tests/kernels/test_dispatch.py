@@ -54,6 +54,7 @@ def test_every_kernel_caches_its_machine_code_on_disk():
     assert [f.__name__ for f in found if isinstance(f._cache, NullCache)] == []
 
 
+@pytest.mark.slow  # seconds per case: kept out of the fast set
 def test_a_second_process_loads_the_kernels_from_numba_cache_dir(tmp_path):
     code = """
         import numpy as np, scipy.sparse as sp
@@ -71,6 +72,7 @@ def test_a_second_process_loads_the_kernels_from_numba_cache_dir(tmp_path):
     assert list(tmp_path.rglob("*.nbc"))
 
 
+@pytest.mark.slow  # seconds per case: kept out of the fast set
 def test_numba_is_imported_only_when_a_kernel_runs():
     out = _python("""
         import sys

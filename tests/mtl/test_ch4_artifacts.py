@@ -123,6 +123,7 @@ def test_differences_name_diverging_schemes_and_the_recorded_reasons(tmp_path):
     assert art.params["differs"][1] in text
 
 
+@pytest.mark.slow  # seconds per case: kept out of the fast set
 @pytest.mark.parametrize("name,configurations,logistic", [("fig4_1", ["as-stated"], False),
                                                           ("fig4_2", ["as-stated", "calibrated"], True)])
 @pytest.mark.parametrize("quality", ["best", "worst"])
