@@ -111,7 +111,11 @@ MACHINE_SLOTS = 1000
 # for nothing.  The limit depends on the machine, which a profile cannot compute, so it is set here, the one write to
 # Snakemake's global resources (docs/architecture.md, "Profiles and job order"); `--resources host_cores=N` wins, and
 # the Snakefile scopes it "local", so a cluster build never counts it.
-HOST_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+HOST_CORES = (
+    len(os.sched_getaffinity(0))
+    if hasattr(os, "sched_getaffinity")
+    else (os.cpu_count() or 1)
+)
 if "host_cores" not in workflow.global_resources:
     workflow.global_resources["host_cores"] = HOST_CORES
 
