@@ -4,7 +4,7 @@ from functools import lru_cache
 
 from snakemake.exceptions import WorkflowError
 
-from fedrepro.workflow.codedeps import closure_relpaths, code_version
+from fedrepro.workflow.codedeps import code_record
 from fedrepro.registry.config import ConfigError, resolve_config
 from fedrepro.registry.datasets import load_registry
 from fedrepro.leaderboard.spec import Board, registered_compressors
@@ -128,11 +128,10 @@ def code(*files, modules=(), extra=()):
     Each job takes it as `params.code`: editing any module it really imports (and only those) changes the parameter,
     so Snakemake reruns it (rerun trigger `params`). A parameter rather than ~50 input files per job: Snakemake
     re-reads the size of every input of every ready job at each job selection (about 15 s of its main thread in a
-    smoke build, while a core waits).
+    smoke build, while a core waits). The job's sidecars record it (key `code`: the digest and each file's sha256),
+    so `python -m fedrepro audit --published` can name the modules changed since.
     """
-    return code_version(
-        ROOT, [*closure_relpaths(ROOT, files=files, modules=modules), *extra]
-    )
+    return code_record(ROOT, files=files, modules=modules, extra=extra)
 
 
 def with_sidecars(files):

@@ -2,8 +2,8 @@
 
 A sidecar records the file's sha256, the rule that made it, the git state, the resolved config
 subset and its hash, seeds, every input with its sha256 (and the sha256 of the input's own sidecar,
-so the chain closes), the hash of src/fedrepro, Python and key package versions, the device and
-the start/end time.  ``data`` records whether real or stand-in data went in; it is inherited
+so the chain closes), the hash of src/fedrepro and of each file the job's code imports, Python and
+key package versions, the device and the start/end time.  ``data`` records whether real or stand-in data went in; it is inherited
 from the inputs' sidecars, so a stand-in upstream marks everything downstream.
 """
 
@@ -108,9 +108,10 @@ def inherited_data_status(inputs: Iterable[str | Path]) -> dict:
 def write_sidecars(outputs: Iterable[str | Path], *, rule: str, inputs: Iterable[str | Path] = (),
                    config: Mapping | None = None, seeds: Iterable[int] | None = None,
                    started: str | None = None, device: str | None = None,
-                   data: Mapping | None = None, extra: Mapping | None = None,
+                   data: Mapping | None = None, extra: Mapping | None = None, code: Mapping | None = None,
                    repo_root: str | Path = ".") -> list[Path]:
-    """Write ``<out>.prov.json`` for each output.  Inputs are hashed once and shared."""
+    """Write ``<out>.prov.json`` for each output.  Inputs are hashed once and shared.  `code`: the job's
+    `fedrepro.workflow.codedeps.code_record` (the workflow's `params.code`), what `audit --published` checks."""
     repo_root = Path(repo_root)
     inputs = [Path(p) for p in inputs if Path(p).is_file()]
     input_records = [_input_record(p) for p in inputs]
@@ -133,6 +134,8 @@ def write_sidecars(outputs: Iterable[str | Path], *, rule: str, inputs: Iterable
     }
     if extra:
         common["extra"] = dict(extra)
+    if code:
+        common["code"] = dict(code)
     written = []
     for out in outputs:
         out = Path(out)

@@ -97,3 +97,32 @@ def code_version(root: str | Path, relpaths) -> str:
     for rel in sorted(set(map(str, relpaths))):
         h.update(f"{rel}\0{sha256_file(root / rel)}\n".encode())
     return h.hexdigest()
+
+
+def code_record(root: str | Path, *, files=(), modules=(), extra=()) -> dict:
+    """What a job's sidecar records of the code that made it (key ``code``): one digest (`code_version`) of the
+    entry points (the script, the notebook), their import closure and `extra` (plugins), the entry points and the
+    sha256 of each of those files, so that `stale_files` can later
+    name the modules that changed since (``python -m fedrepro audit --published``)."""
+    from fedrepro.provenance.hashing import sha256_file
+
+    root = Path(root)
+    rels = sorted({*closure_relpaths(root, files=files, modules=modules), *map(str, files), *map(str, extra)})
+    return {"sha256": code_version(root, rels),
+            "entry": {"files": sorted(map(str, files)), "modules": sorted(modules), "extra": sorted(map(str, extra))},
+            "files": {rel: sha256_file(root / rel) for rel in rels}}
+
+
+def stale_files(root: str | Path, record: dict) -> list[str]:
+    """The files by which today's code differs from a sidecar's `code_record`: changed, removed, or newly imported
+    by the same entry points (an empty list: the code that made the file is the current code)."""
+    from fedrepro.provenance.hashing import sha256_file
+
+    root = Path(root)
+    entry = record.get("entry") or {}
+    present = [f for f in entry.get("files", []) if (root / f).is_file()]
+    now = set(closure_relpaths(root, files=present, modules=tuple(entry.get("modules", ()))))
+    now |= {f for f in (*entry.get("files", []), *entry.get("extra", [])) if (root / f).is_file()}
+    then = record.get("files") or {}
+    changed = [rel for rel, sha in then.items() if not (root / rel).is_file() or sha256_file(root / rel) != sha]
+    return sorted({*changed, *(now - set(then))})

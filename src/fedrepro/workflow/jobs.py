@@ -36,7 +36,8 @@ class RuleRun:
 
     def sidecars(self, outputs, *, inputs=(), config=None, seeds=None, data=None, extra=None):
         return write_sidecars(outputs, rule=self.sm.rule, inputs=inputs, config=config, seeds=seeds,
-                              started=self.started, device=device_description(self.device), data=data, extra=extra)
+                              started=self.started, device=device_description(self.device), data=data, extra=extra,
+                              code=getattr(self.sm.params, "code", None))
 
 
 @contextlib.contextmanager
