@@ -88,6 +88,13 @@ def _calls_snakemake(func, depth: int = 1) -> bool:
 def pytest_collection_modifyitems(config, items):
     for item in items:
         func = getattr(item, "function", None)
-        builds = "smoke_run" in getattr(item, "fixturenames", ()) or item.get_closest_marker("cluster")
+        shares_smoke = "smoke_run" in getattr(item, "fixturenames", ())
+        builds = shares_smoke or item.get_closest_marker("cluster")
         if builds or (func is not None and _calls_snakemake(func)):
             item.add_marker(pytest.mark.slow)
+        # with pytest-xdist (`-n N --dist loadgroup`): one worker builds the smoke fixture and serves every test that
+        # reads it, one worker holds the test cluster (a single slurmctld per machine); the rest spread freely
+        if shares_smoke:
+            item.add_marker(pytest.mark.xdist_group("smoke"))
+        elif item.get_closest_marker("cluster"):
+            item.add_marker(pytest.mark.xdist_group("cluster"))

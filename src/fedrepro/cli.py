@@ -1,5 +1,5 @@
-"""Command line: `python -m fedrepro audit <artifact | claim | path>`, `python -m fedrepro list` and
-`python -m fedrepro plan [--scale S] [TARGET]`."""
+"""Command line: `python -m fedrepro audit <artifact | claim | path>` (or `--published`), `list`,
+`plan [--scale S] [TARGET]`, `status` and `publish --scale S`."""
 
 from __future__ import annotations
 
@@ -76,6 +76,11 @@ def _build_command(registry: Registry, paper: str, artifact: str, scale: str) ->
 
 
 def cmd_audit(args) -> int:
+    if args.published:
+        return cmd_audit_published(args)
+    if args.target is None:
+        print("audit: name an artifact, a claim or a file under results/, or pass --published", file=sys.stderr)
+        return 2
     root = repo_root()
     scale = args.scale or _default_scale(root)
     registry = Registry.load(root)
@@ -157,38 +162,126 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def cmd_status(args) -> int:
-    """Verdict counts per paper and configuration from a scorecard (the README's status table)."""
+_SHORT = {"reproduced": "reproduced", "consistent-fitted": "consistent (fitted)",
+          "reproduced-qualitatively": "qualitatively", "not-reproduced": "not reproduced",
+          "not-comparable": "not-comparable", "not-run": "not-run"}
 
+
+def _one_scorecard_table(path: Path, registry: Registry) -> str:
     from fedrepro.scorecard.evaluate import VERDICTS
     from fedrepro.scorecard.pages import combine, paper_order, verdict_counts
 
-    path = Path(args.claims or Path(repo_root()) / "results" / args.scale / "claims.csv")
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no scorecard; build one with `snakemake --cores 2 all "
-                                f"--config scale={args.scale}` or pass --claims FILE")
-    claims = combine([path])
-    counts = verdict_counts(claims, paper_order(Registry.load(repo_root())))
+    counts = verdict_counts(combine([path]), paper_order(registry))
     # consistent-fitted (judged under values read off the same artifact) is its own column, never summed into
     # reproduced
-    short = {"reproduced": "reproduced", "consistent-fitted": "consistent (fitted)",
-             "reproduced-qualitatively": "qualitatively", "not-reproduced": "not reproduced",
-             "not-comparable": "not-comparable", "not-run": "not-run"}
     columns = [v for v in VERDICTS if v in counts]
-    print("| paper | configuration | " + " | ".join(short[v] for v in columns) + " | total |")
-    print("|---|---|" + "---|" * (len(columns) + 1))
+    lines = ["| paper | configuration | " + " | ".join(_SHORT[v] for v in columns) + " | total |",
+             "|---|---|" + "---|" * (len(columns) + 1)]
     for _, row in counts.iterrows():
-        print(f"| {row.paper} | {row.configuration} | " + " | ".join(str(int(row[v])) for v in columns)
-              + f" | {int(row.total)} |")
+        lines.append(f"| {row.paper} | {row.configuration} | " + " | ".join(str(int(row[v])) for v in columns)
+                     + f" | {int(row.total)} |")
+    return "\n".join(lines)
+
+
+def published_status_table(root: Path, registry: Registry) -> str:
+    """Quick and paper-scale verdict counts side by side (`quick / paper` in each cell, `–` where a configuration
+    has no published paper-scale claims), from published/; a row whose claims or runs are not `current`
+    (`audit --published`) is marked stale."""
+    from fedrepro.provenance.published import audit_published, published_claims_files, stale_artifacts
+    from fedrepro.scorecard.evaluate import VERDICTS
+    from fedrepro.scorecard.pages import combine, paper_order, verdict_counts
+
+    frames, stale = {}, stale_artifacts(audit_published(root), root)
+    for scale in ("quick", "paper"):
+        files = published_claims_files(scale, root)
+        if files:
+            frames[scale] = combine(files)
+    if "quick" not in frames:
+        raise FileNotFoundError(f"{root / 'published' / 'quick'}: nothing published; build and publish with "
+                                f"`snakemake --cores 2 all && python -m fedrepro publish --scale quick`")
+    order = paper_order(registry)
+    counts = {s: verdict_counts(f, order).set_index(["paper", "configuration"]) for s, f in frames.items()}
+    keys = list(dict.fromkeys([*counts["quick"].index, *(counts["paper"].index if "paper" in counts else [])]))
+    rank = {p: i for i, p in enumerate(order)}
+    keys.sort(key=lambda k: rank.get(k[0], len(rank)))
+    columns = [v for v in VERDICTS if any(v in c.columns for c in counts.values())] + ["total"]
+    stale_rows = {(p, c) for s, p, a in stale for c in frames[s].loc[(frames[s]["paper"] == p)
+                                                                     & (frames[s]["artifact"] == a), "configuration"]}
+
+    def cell(scale, key, column):
+        c = counts.get(scale)
+        if c is None or key not in c.index:
+            return "–"
+        return str(int(c.loc[key].get(column, 0)))
+
+    lines = ["| paper | configuration | " + " | ".join(_SHORT.get(v, v) for v in columns) + " |",
+             "|---|---|" + "---|" * len(columns)]
+    for key in keys:
+        mark = " (stale)" if key in stale_rows else ""
+        lines.append(f"| {key[0]} | {key[1]}{mark} | "
+                     + " | ".join(f"{cell('quick', key, v)} / {cell('paper', key, v)}" for v in columns) + " |")
+    return "\n".join(lines)
+
+
+def cmd_status(args) -> int:
+    """Verdict counts per paper and configuration: quick / paper side by side from published/ (the README's status
+    table), or one scorecard (--results: this clone's results/<scale>/claims.csv; --claims FILE)."""
+    root = Path(repo_root())
+    registry = Registry.load(root)
+    if args.claims or args.results:
+        path = Path(args.claims or root / "results" / args.scale / "claims.csv")
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no scorecard; build one with `snakemake --cores 2 all "
+                                    f"--config scale={args.scale}` or pass --claims FILE")
+        print(_one_scorecard_table(path, registry))
+        return 0
+    print(published_status_table(root, registry))
     return 0
+
+
+def cmd_publish(args) -> int:
+    """Copy one scale's built artifacts, their runs and sidecars from results/ to published/ (verified first)."""
+    from fedrepro.provenance.published import PublishError, publish
+
+    root = Path(repo_root())
+    try:
+        written = publish(Registry.load(root), args.scale, root)
+    except PublishError as exc:
+        print(f"publish: {exc}", file=sys.stderr)
+        return 2
+    print(f"published/{args.scale}: {len(written)} files, each with its sidecar "
+          f"(check them with `python -m fedrepro audit --published`)")
+    return 0
+
+
+def cmd_audit_published(args) -> int:
+    from collections import Counter
+
+    from fedrepro.provenance.published import audit_published
+
+    root = Path(repo_root())
+    results = audit_published(root, args.scale)
+    if not results:
+        print("audit --published: nothing under published/", file=sys.stderr)
+        return 2
+    for r in results:
+        if r.state != "current" or args.verbose:
+            print(f"{r.path}: {r.state}")
+    states = Counter(r.state.split(":")[0] for r in results)
+    print(f"{len(results)} published files: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
+    return 1 if states.get("broken") else 0
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fedrepro", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     a = sub.add_parser("audit", help="re-verify the provenance chain of an artifact, a claim or a file")
-    a.add_argument("target", help="artifact (thesis:table5.1), claim (thesis:C5.2) or a path under results/")
-    a.add_argument("--scale", choices=SCALES, help="default: the scale in config/config.yaml")
+    a.add_argument("target", nargs="?", help="artifact (thesis:table5.1), claim (thesis:C5.2) or a path under results/")
+    a.add_argument("--scale", choices=SCALES, help="default: the scale in config/config.yaml (with --published: all)")
+    a.add_argument("--published", action="store_true",
+                   help="re-hash every chain under published/ and say per file: current, or stale with the files "
+                        "changed since it was made")
+    a.add_argument("-v", "--verbose", action="store_true", help="with --published: list current files too")
     a.set_defaults(func=cmd_audit)
     ls = sub.add_parser("list", help="every artifact with its Snakemake target and claims")
     ls.set_defaults(func=cmd_list)
@@ -202,10 +295,15 @@ def main(argv=None) -> int:
     pl.add_argument("--calibrate", action="store_true",
                     help="rewrite config/calibration.csv from the run sidecars under results/{smoke,quick}")
     pl.set_defaults(func=cmd_plan)
-    st = sub.add_parser("status", help="verdict counts per paper and configuration of a scorecard (markdown table)")
-    st.add_argument("--scale", choices=SCALES, default="quick")
-    st.add_argument("--claims", help="a claims.csv (default: results/<scale>/claims.csv)")
+    st = sub.add_parser("status", help="verdict counts per paper and configuration, quick / paper from published/ "
+                                        "(the README's table), or of one scorecard (markdown table)")
+    st.add_argument("--results", action="store_true", help="this clone's results/<scale>/claims.csv instead")
+    st.add_argument("--scale", choices=SCALES, default="quick", help="with --results")
+    st.add_argument("--claims", help="one claims.csv instead")
     st.set_defaults(func=cmd_status)
+    pb = sub.add_parser("publish", help="copy a scale's built artifacts, runs and sidecars to published/<scale>/")
+    pb.add_argument("--scale", choices=SCALES, required=True)
+    pb.set_defaults(func=cmd_publish)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -5,6 +5,7 @@ from functools import lru_cache
 from snakemake.exceptions import WorkflowError
 
 from fedrepro.workflow.codedeps import code_record
+from fedrepro.provenance.published import published_claims_files
 from fedrepro.registry.config import ConfigError, resolve_config
 from fedrepro.registry.datasets import load_registry
 from fedrepro.leaderboard.spec import Board, registered_compressors

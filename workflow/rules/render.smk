@@ -112,6 +112,12 @@ rule scorecard:
             for f in REGISTRY.artifact_files(p, a, wc.scale).values()
         ],
         registries=[f"config/papers/{p}.yaml" for p in PAPERS],
+        # the published paper-scale verdicts, shown beside this scale's (docs/architecture.md, "Published results")
+        published=lambda wc: (
+            []
+            if wc.scale == "paper"
+            else [str(f) for f in published_claims_files("paper", ".")]
+        ),
         leaderboard=lambda wc: [
             leaderboard_files(wc.scale)[x] for x in ("csv", "md", "png")
         ],

@@ -28,11 +28,17 @@ def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "sco
     from fedrepro.workflow.jobs import local_job
 
     claims, artifacts, registries = list(inputs.claims), list(inputs.artifacts), list(inputs.registries)
-    with local_job(rule, log_file, inputs=[*claims, *artifacts]) as job:
+    published = list(getattr(inputs, "published", []))   # published/paper claims, shown beside this scale's
+    with local_job(rule, log_file, inputs=[*claims, *artifacts, *published]) as job:
         registry = Registry.load(".", check=False)   # checked by the workflow at parse time
         table = combine(claims)
         unbuilt = unbuilt_artifact_rows(registry, scale).astype(str)
         table = pd.concat([table, unbuilt], ignore_index=True) if not unbuilt.empty else table
+        if published:
+            from fedrepro.provenance.published import paper_scale_verdicts
+
+            table = table.merge(paper_scale_verdicts(published), on=["paper", "claim", "configuration"], how="left")
+            table = table.fillna({"paper_scale_value": "", "paper_scale_verdict": ""})
         papers = paper_order(registry)
         write_csv(outputs.csv, table)
         write_text(outputs.md, claims_markdown(table, scale, papers))
@@ -45,5 +51,6 @@ def write_scorecard(scale: str, inputs, outputs, log_file: str, rule: str = "sco
         write_text(outputs.html, index_html(registry, scale, table, Path(outputs.html)))
         write_text(outputs.summary, report_summary_rst(registry, scale, table))
         job.log.info("%d claim rows", len(table))
-        job.sidecars([outputs.csv, outputs.md, outputs.html, outputs.summary, *written], inputs=[*claims, *artifacts, *registries],
+        job.sidecars([outputs.csv, outputs.md, outputs.html, outputs.summary, *written],
+                     inputs=[*claims, *artifacts, *registries, *published],
                      config={"scale": scale})

@@ -111,7 +111,9 @@ def claims_markdown(claims: pd.DataFrame, scale: str, papers: list[str] | None =
            "(reproduced / consistent-fitted / reproduced-qualitatively / not-reproduced / not-comparable / not-run). "
            "`consistent-fitted` rows were judged under values read off the same table or figure and are counted "
            "apart from `reproduced`. `reason` gives the cause of every miss (a named assumption, this scale's budget, "
-           "the paper's own inconsistency, or a defect) with the section that explains it.", ""]
+           "the paper's own inconsistency, or a defect) with the section that explains it. Where the paper-scale "
+           "build is published (published/paper/), `paper_scale_value` and `paper_scale_verdict` give its value and "
+           "verdict beside this scale's.", ""]
     if claims.empty:
         return "\n".join(out + ["No claims at this scale."]) + "\n"
     out += ["## Summary", "", markdown_table(verdict_counts(claims, papers)), ""]
@@ -122,8 +124,9 @@ def claims_markdown(claims: pd.DataFrame, scale: str, papers: list[str] | None =
             continue
         shown = sub.assign(reason=sub["reason"].map(lambda r: linked_markdown(r, "../../"))) \
             if "reason" in sub else sub.assign(reason="")
+        beside = ["paper_scale_value", "paper_scale_verdict"] if "paper_scale_verdict" in shown else []
         out += [f"## {paper}", "", markdown_table(shown[["claim", "configuration", "paper_value", "our_value", "verdict",
-                                                         "band", "reason", "data", "statement"]]), ""]
+                                                         *beside, "band", "reason", "data", "statement"]]), ""]
     return "\n".join(out)
 
 
@@ -460,12 +463,22 @@ def _reason_cell(r, root: Path | None, here: Path | None) -> str:
 
 def _claims_table(sub: pd.DataFrame, root: Path | None = None, here: Path | None = None) -> str:
     esc = html.escape
+    beside = "paper_scale_verdict" in sub   # the published paper-scale build, beside this scale's verdict
+
+    def paper_scale(r) -> str:
+        if not beside:
+            return ""
+        if not r.paper_scale_verdict:
+            return "<td>–</td>"
+        return (f"<td class='v' style='color:{VERDICT_COLOURS.get(r.paper_scale_verdict, '#000')}'>"
+                f"{esc(r.paper_scale_verdict)}<br><small>{esc(r.paper_scale_value)}</small></td>")
+
     rows = "".join(
         f"<tr><td><code>{esc(r.claim)}</code></td><td class='config'>{esc(r.configuration)}</td><td>{esc(r.paper_value)}</td>"
-        f"<td>{esc(r.our_value)}</td><td>{esc(r.band) or '–'}</td>{_verdict_cell(r.verdict)}"
+        f"<td>{esc(r.our_value)}</td><td>{esc(r.band) or '–'}</td>{_verdict_cell(r.verdict)}{paper_scale(r)}"
         f"<td class='reason'>{_reason_cell(r, root, here)}</td></tr>" for r in sub.itertuples())
     return ("<table class='claims'><tr><th>claim</th><th>configuration</th><th>paper</th><th>ours</th><th>band</th><th>verdict</th>"
-            f"<th>reason</th></tr>{rows}</table>")
+            + ("<th>at paper scale</th>" if beside else "") + f"<th>reason</th></tr>{rows}</table>")
 
 
 def _leaderboard_section(root: Path, scale: str, link, here: Path) -> str:
