@@ -134,6 +134,12 @@ def cmd_plan(args) -> int:
         print(f"{plan.CALIBRATION}: {len(rows)} measurements "
               f"({sum(r.source.startswith('sidecar') for r in rows)} from this clone's run sidecars)")
         return 0
+    if args.check_against:
+        checks = plan.check_against(registry, plan.measurements_for(root, registry), args.check_against)
+        print(f"The plan against the runs under {args.check_against} (each estimated from every measurement but "
+              f"its own)\n")
+        print(plan.check_table(checks))
+        return 0
     if args.gpu_speedup is None:
         args.gpu_speedup = plan.GPU_SPEEDUP
     if args.max_runtime_h is None:
@@ -292,6 +298,9 @@ def main(argv=None) -> int:
                     help="the cluster's job time limit in hours (default: config/config.yaml cluster.max_runtime_h)")
     pl.add_argument("--gpu-speedup", type=float, default=None,
                     help="CPU cores one GPU replaces (default: fedrepro.workflow.plan.GPU_SPEEDUP, plan:A-gpu-speedup)")
+    pl.add_argument("--check-against", metavar="FOLDER",
+                    help="the plan's CPU seconds, peak memory and disk beside those measured by the run sidecars "
+                         "under FOLDER (e.g. published/paper), each estimated from every measurement but its own")
     pl.add_argument("--calibrate", action="store_true",
                     help="rewrite config/calibration.csv from the run sidecars under results/{smoke,quick}")
     pl.set_defaults(func=cmd_plan)

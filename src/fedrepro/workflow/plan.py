@@ -777,3 +777,75 @@ def plan_table(estimates: list[Estimate]) -> str:
                  f"max {_h(max((e.mem_mb or 0) for e in estimates) if estimates else None)} | "
                  f"{_h(sum(e.disk_mb or 0 for e in known))} | |")
     return "\n".join(lines)
+
+
+# ---- the plan against the truth ---------------------------------------------------------------------------------
+
+@dataclass
+class Check:
+    """One measured run beside what the plan estimated for it without that measurement."""
+
+    job: str
+    planned_cpu_s: float | None
+    measured_cpu_s: float
+    planned_mb: float | None
+    measured_mb: float | None
+    planned_disk_mb: float | None
+    measured_disk_mb: float | None
+    basis: str
+
+    @staticmethod
+    def ratio(planned, measured) -> float | None:
+        return None if planned is None or not measured else planned / measured
+
+    def ratios(self) -> tuple:
+        return (self.ratio(self.planned_cpu_s, self.measured_cpu_s), self.ratio(self.planned_mb, self.measured_mb),
+                self.ratio(self.planned_disk_mb, self.measured_disk_mb))
+
+    def within(self, tolerance: float = 0.3) -> bool:
+        """Each of CPU, memory and disk within ±tolerance of the measurement, or within a floor below which a
+        relative error means nothing (a start-up-dominated job: 30 CPU s; 1 MB of disk)."""
+        pairs = ((self.planned_cpu_s, self.measured_cpu_s, 30.0), (self.planned_mb, self.measured_mb, 0.0),
+                 (self.planned_disk_mb, self.measured_disk_mb, 1.0))
+        return all(p is not None and m is not None and abs(p - m) <= max(tolerance * m, floor)
+                   for p, m, floor in pairs)
+
+
+def check_against(registry, measurements: list[Measurement], folder: str | Path) -> list[Check]:
+    """For every run sidecar under `folder` (a build: results/paper or published/paper), the plan's estimate at that
+    scale from every measurement but those of that very run (leave one out: the build's other runs count), beside
+    what the sidecar measured.  Disk, both ways: the dataset's declared raw size plus the run's outputs (its CSV and
+    side files)."""
+    root = Path(registry.root)
+    folder = Path(folder)
+    measured = [(s, measure_sidecar(root, registry, s)) for s in sorted((root / folder).glob("*/runs/*/*.csv.prov.json"))]
+    measured = [(s, m) for s, m in measured if m is not None]
+    pool = measurements + [m for _, m in measured]
+    checks = []
+    for sidecar, m in measured:
+        key = (m.paper, m.experiment, m.configuration, m.scale)
+        others = [o for o in pool if (o.paper, o.experiment, o.configuration, o.scale) != key]
+        est = estimate_run(registry, others, m.paper, m.experiment, m.configuration, m.scale)
+        written = sum(p.stat().st_size for p in sidecar.parent.glob(f"{m.configuration}.*")
+                      if not p.name.endswith(".prov.json"))    # the CSV and its side files
+        data = _dataset_bytes(str(root)).get(registry.run_spec(m.paper, m.experiment, m.scale).get("dataset"), 0)
+        checks.append(Check(job=f"{m.paper}/{m.experiment}/{m.configuration}",
+                            planned_cpu_s=None if est.cpu_hours is None else est.cpu_hours * 3600,
+                            measured_cpu_s=m.cpu_seconds, planned_mb=est.mem_mb, measured_mb=m.peak_rss_mb,
+                            planned_disk_mb=est.disk_mb, measured_disk_mb=(data + written) / 1e6, basis=est.basis))
+    return checks
+
+
+def check_table(checks: list[Check], tolerance: float = 0.3) -> str:
+    def num(x, fmt="{:,.0f}"):
+        return "–" if x is None else fmt.format(x)
+
+    lines = ["| job | CPU s planned | CPU s measured | ratio | peak MB planned | measured | ratio | disk MB planned "
+             f"| measured | ratio | within ±{tolerance:.0%} |", "|---|" + "---|" * 10]
+    for c in checks:
+        rc, rm, rd = c.ratios()
+        lines.append(f"| {c.job} | {num(c.planned_cpu_s)} | {num(c.measured_cpu_s)} | {num(rc, '{:.2f}')} "
+                     f"| {num(c.planned_mb)} | {num(c.measured_mb)} | {num(rm, '{:.2f}')} "
+                     f"| {num(c.planned_disk_mb, '{:,.1f}')} | {num(c.measured_disk_mb, '{:,.1f}')} "
+                     f"| {num(rd, '{:.2f}')} | {'yes' if c.within(tolerance) else 'no'} |")
+    return "\n".join(lines)
