@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -43,7 +44,13 @@ def test_every_published_chain_is_intact_and_both_scales_are_there(repo):
 def published_smoke(smoke_run, tmp_path):
     """A copy of the smoke build (code, registries, notebooks, results/smoke without data) with smoke published."""
     wd = tmp_path / "wf"
-    shutil.copytree(smoke_run, wd, ignore=shutil.ignore_patterns(".snakemake", "data", "downloads", "__pycache__"))
+    results = smoke_run / "results"
+
+    def skip(folder, names):    # prepared data and raw downloads are never published
+        big = {"data", "downloads"} if Path(folder) == results else set()
+        return [n for n in names if n in big or n in (".snakemake", "__pycache__")]
+
+    shutil.copytree(smoke_run, wd, ignore=skip)
     registry = Registry.load(wd)
     return wd, registry, publish(registry, "smoke", wd)
 
