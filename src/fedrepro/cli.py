@@ -302,7 +302,7 @@ def main(argv=None) -> int:
                     help="the plan's CPU seconds, peak memory and disk beside those measured by the run sidecars "
                          "under FOLDER (e.g. published/paper), each estimated from every measurement but its own")
     pl.add_argument("--calibrate", action="store_true",
-                    help="rewrite config/calibration.csv from the run sidecars under results/{smoke,quick}")
+                    help="rewrite config/calibration.csv from the run sidecars under results/ and published/")
     pl.set_defaults(func=cmd_plan)
     st = sub.add_parser("status", help="verdict counts per paper and configuration, quick / paper from published/ "
                                         "(the README's table), or of one scorecard (markdown table)")

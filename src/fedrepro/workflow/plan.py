@@ -13,7 +13,7 @@ The model, per experiment (one registry `experiments:` entry):
   children included), ``extra.peak_rss_mb`` and ``extra.wall_seconds`` (workflow/scripts/run.py).  Older sidecars
   have only the wall time; it is used in place of the CPU time and the row says so (``clock: wall``).
   `config/calibration.csv` holds committed measurements (the machine and date they come from) for a fresh clone:
-  ``python -m fedrepro plan --calibrate`` rewrites it from the sidecars under ``results/{smoke,quick}``, keeping
+  ``python -m fedrepro plan --calibrate`` rewrites it from the run sidecars under ``results/`` and ``published/``, keeping
   its rows that came from elsewhere (benchmarks, paper-scale fractions).
 * **fit.**  CPU seconds = a + b x units, through the smallest and the largest measurement of the same shape (a, the
   start-up cost: imports, data loading; b, the cost per unit); one measurement gives a = 0 and b = its ratio.  Peak
@@ -50,7 +50,7 @@ from fedrepro.registry.params import module_path
 
 WORK_NAME = "WORK"
 CALIBRATION = "config/calibration.csv"
-MEASURED_SCALES = ("smoke", "quick")
+MEASURED_SCALES = ("smoke", "quick", "paper")
 GPU_SPEEDUP = 100.0      # plan:A-gpu-speedup: one GPU = this many CPU cores of the calibration machine
 GPU_FLOPS = 20e12        # plan:A-gpu-rate: FLOP/s one GPU sustains training the big convnets (ResNet-50/18, 224 px)
 SAFETY = 2.0             # runtime request = SAFETY x the estimate (model error, slower nodes, load)
@@ -243,13 +243,18 @@ def measure_sidecar(root: Path, registry, sidecar: Path) -> Measurement | None:
 
 
 def measured_runs(root: str | Path, registry) -> list[Measurement]:
+    """The runs this clone built (results/<scale>/) and, where this clone has not built one, the published run
+    (published/<scale>/, committed with its sidecar)."""
     root = Path(root)
-    out = []
-    for scale in MEASURED_SCALES:
-        for sidecar in sorted((root / "results" / scale).glob("*/runs/*/*.csv.prov.json")):
-            m = measure_sidecar(root, registry, sidecar)
-            if m is not None:
-                out.append(m)
+    out, seen = [], set()
+    for folder in ("results", "published"):
+        for scale in MEASURED_SCALES:
+            for sidecar in sorted((root / folder / scale).glob("*/runs/*/*.csv.prov.json")):
+                m = measure_sidecar(root, registry, sidecar)
+                key = None if m is None else (m.paper, m.experiment, m.configuration, m.scale)
+                if m is not None and key not in seen:
+                    seen.add(key)
+                    out.append(m)
     return out
 
 
