@@ -5,7 +5,8 @@
 `publish` copies, from one scale's build, each artifact whose files are all there (figure or table, its executed
 notebook as HTML, its claims) with the run CSVs it reads, every file with its sidecar, and at quick scale the
 scorecard (claims.csv/md).  Each file is re-hashed against its sidecar first: nothing unverified is published.
-Large intermediates (prepared data, run side files, executed .ipynb, PDFs) stay out.
+Large intermediates (prepared data, run side files, executed .ipynb, PDFs) stay out, and a run CSV over 5 MB is
+published as its sidecar alone (its hash, cost and code; the figure's CSV holds the numbers shown).
 
 `audit_published` re-hashes every published file and the links between them (each recorded input that is
 published must have the recorded bytes), and says per file whether the code that made it, its import closure, is
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 PUBLISHED = "published"
 # what a reader needs; PDFs duplicate the PNGs and executed .ipynb the HTML
 PUBLISHED_KINDS = ("csv", "md", "png", "html")
+# a run CSV above this is published as its sidecar alone (sha256, cost, code): paper-scale logs of every iteration
+# of every trial reach 90 MB, the figure's own CSV holds the numbers it shows
+MAX_RUN_CSV_BYTES = 5_000_000
 
 
 class PublishError(ValueError):
@@ -79,7 +83,7 @@ def publishable_files(registry, scale: str, root: str | Path = ".") -> list[str]
 
 def publish(registry, scale: str, root: str | Path = ".", clean: bool = True) -> list[Path]:
     """Copy `publishable_files` and their sidecars to published/<scale>/ (replacing what was there when `clean`);
-    returns the published paths (sidecars excluded)."""
+    a run CSV over MAX_RUN_CSV_BYTES goes as its sidecar alone.  Returns the published paths (sidecars excluded)."""
     root = Path(root)
     files = publishable_files(registry, scale, root)
     if not files:
@@ -94,15 +98,20 @@ def publish(registry, scale: str, root: str | Path = ".", clean: bool = True) ->
     for rel in files:
         dest = root / published_path(rel)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / rel, dest)
+        if not _sidecar_only(root / rel):
+            shutil.copy2(root / rel, dest)
+            out.append(dest.relative_to(root))
         shutil.copy2(sidecar_path(root / rel), sidecar_path(dest))
-        out.append(dest.relative_to(root))
     return out
+
+
+def _sidecar_only(path: Path) -> bool:
+    return path.parent.parent.name == "runs" and path.stat().st_size > MAX_RUN_CSV_BYTES
 
 
 @dataclass
 class PublishedFile:
-    path: str                       # published/<scale>/...
+    path: str                       # published/<scale>/... (a run CSV published as its sidecar alone: absent)
     problems: list[str] = field(default_factory=list)   # broken chain: bytes or links that do not match
     stale: list[str] = field(default_factory=list)      # code (or registry, notebook) changed since it was made
     unchecked: list[str] = field(default_factory=list)  # inputs not published and not in the repository (data)
@@ -115,8 +124,9 @@ class PublishedFile:
 
 
 def _published_files(root: Path, scale: str | None) -> list[Path]:
+    """Every published file, by its sidecar (so a run CSV published as its sidecar alone is listed too)."""
     base = root / PUBLISHED / scale if scale else root / PUBLISHED
-    return sorted(p for p in base.rglob("*") if p.is_file() and not p.name.endswith(SIDECAR_SUFFIX))
+    return sorted(Path(str(p)[: -len(SIDECAR_SUFFIX)]) for p in base.rglob(f"*{SIDECAR_SUFFIX}"))
 
 
 def audit_file(root: Path, path: Path) -> PublishedFile:
@@ -130,18 +140,24 @@ def audit_file(root: Path, path: Path) -> PublishedFile:
     if record is None:
         result.problems.append("no sidecar")
         return result
-    if sha256_file(path) != record.get("sha256"):
+    if path.is_file() and sha256_file(path) != record.get("sha256"):
         result.problems.append("bytes differ from the sidecar")
     for item in record.get("inputs", []):
         name = item["path"]
         if name.startswith("results/"):
             local = root / published_path(name)
+            side = sidecar_path(local)
+            if not local.is_file() and side.is_file():      # published as its sidecar alone: the recorded hashes
+                if read_sidecar(local).get("sha256") != item["sha256"]:
+                    result.problems.append(f"input {name}'s sidecar records other bytes than it was made from")
+                elif "sidecar_sha256" in item and sha256_file(side) != item["sidecar_sha256"]:
+                    result.problems.append(f"input {name}'s sidecar differs")
+                continue
             if not local.is_file():
                 result.unchecked.append(name)
                 continue
             if sha256_file(local) != item["sha256"]:
                 result.problems.append(f"input {name} differs from what it was made from")
-            side = sidecar_path(local)
             if "sidecar_sha256" in item and side.is_file() and sha256_file(side) != item["sidecar_sha256"]:
                 result.problems.append(f"input {name}'s sidecar differs")
         elif (root / name).is_file():

@@ -831,13 +831,16 @@ def check_against(registry, measurements: list[Measurement], folder: str | Path)
         key = (m.paper, m.experiment, m.configuration, m.scale)
         others = [o for o in pool if (o.paper, o.experiment, o.configuration, o.scale) != key]
         est = estimate_run(registry, others, m.paper, m.experiment, m.configuration, m.scale)
+        csv_file = Path(str(sidecar)[: -len(".prov.json")])
         written = sum(p.stat().st_size for p in sidecar.parent.glob(f"{m.configuration}.*")
                       if not p.name.endswith(".prov.json"))    # the CSV and its side files
         data = _dataset_bytes(str(root)).get(registry.run_spec(m.paper, m.experiment, m.scale).get("dataset"), 0)
         checks.append(Check(job=f"{m.paper}/{m.experiment}/{m.configuration}",
                             planned_cpu_s=None if est.cpu_hours is None else est.cpu_hours * 3600,
                             measured_cpu_s=m.cpu_seconds, planned_mb=est.mem_mb, measured_mb=m.peak_rss_mb,
-                            planned_disk_mb=est.disk_mb, measured_disk_mb=(data + written) / 1e6, basis=est.basis))
+                            planned_disk_mb=est.disk_mb,
+                            measured_disk_mb=(data + written) / 1e6 if csv_file.exists() else None,
+                            basis=est.basis))
     return checks
 
 
