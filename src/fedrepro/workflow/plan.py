@@ -825,7 +825,11 @@ def check_against(registry, measurements: list[Measurement], folder: str | Path)
     folder = Path(folder)
     measured = [(s, measure_sidecar(root, registry, s)) for s in sorted((root / folder).glob("*/runs/*/*.csv.prov.json"))]
     measured = [(s, m) for s, m in measured if m is not None]
-    pool = measurements + [m for _, m in measured]
+    # every measurement of every run, the committed rows included (measurements_for drops those of an experiment this
+    # clone has measured, which would leave a run's own build as its only source)
+    pool = {(m.paper, m.experiment, m.configuration, m.scale, m.source): m
+            for m in [*read_calibration(root), *measurements, *(m for _, m in measured)]}
+    pool = list({(m.paper, m.experiment, m.configuration, m.scale): m for m in pool.values()}.values())
     checks = []
     for sidecar, m in measured:
         key = (m.paper, m.experiment, m.configuration, m.scale)
