@@ -85,6 +85,7 @@ def _calls_snakemake(func, depth: int = 1) -> bool:
                for h in helpers)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
         func = getattr(item, "function", None)
