@@ -93,8 +93,8 @@ def pytest_collection_modifyitems(config, items):
         builds = shares_smoke or item.get_closest_marker("cluster")
         if builds or (func is not None and _calls_snakemake(func)):
             item.add_marker(pytest.mark.slow)
-        # with pytest-xdist (`-n N --dist loadgroup`): one worker should build the smoke fixture and serve every test
-        # that reads it, one hold the test cluster; xdist 3.8 under pytest 9 does not apply these marks yet
+        # with pytest-xdist (`-n N --dist loadgroup`): one worker builds the smoke fixture and serves every test that
+        # reads it, one holds the test cluster (tests/test_constraints.py checks that the installed pair applies them)
         if shares_smoke:
             item.add_marker(pytest.mark.xdist_group("smoke"))
         elif item.get_closest_marker("cluster"):
