@@ -1,5 +1,6 @@
 """Every example command in README.md and docs/*.md that starts with `snakemake` or `python -m fedrepro` parses:
-Snakemake commands as a dry run at smoke scale, `python -m fedrepro` commands by their own argument parser."""
+Snakemake commands as a dry run at smoke scale, `python -m fedrepro` commands by their own argument parser.  An
+option quoted alone (`--config data='{on_missing: standin}'`) is checked as a dry run of the smoke `all` with it."""
 
 import re
 import shlex
@@ -12,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # commands that need what a test machine lacks: credentials, paper data, a cluster, another checkout
-NEEDS_MORE = re.compile(r"--profile|credentials|scale=paper|slurm|--cluster|/path/to|<|\[|…|\.\.\.")
+NEEDS_MORE = re.compile(r"--profile|credentials|scale=paper|slurm|--cluster|/path/to|<|\[|…|\.\.\.|key=value")
 # not build commands (a report, a lock, the linter) or an option quoted alone
 NOT_A_BUILD = re.compile(r"--report|--unlock|--lint|--forcerun$")
 
@@ -26,6 +27,8 @@ def _commands() -> list[tuple[str, str]]:
         lines += re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
         for line in lines:
             cmd = line.split("#")[0].strip().lstrip("$ ").strip()
+            if re.match(r"--config \S", cmd):
+                cmd = f"snakemake all {cmd} scale=smoke"
             if re.match(r"(snakemake|python -m fedrepro)(\s|$)", cmd) and not NEEDS_MORE.search(cmd) \
                     and not NOT_A_BUILD.search(cmd):
                 found.append((f"{doc.relative_to(REPO)}", cmd))

@@ -16,6 +16,7 @@ JOB = """
 import sys, time
 from fedrepro.workflow.orphans import exit_with_parent
 exit_with_parent()
+open(sys.argv[1] + ".started", "w").write("watching")
 time.sleep(3)
 open(sys.argv[1], "w").write("written by an orphan")
 """
@@ -42,6 +43,7 @@ def test_job_stops_when_its_starter_is_killed(tmp_path):
     starter.send_signal(signal.SIGKILL)
     starter.wait()
     time.sleep(4.5)                                  # past the moment the job would have written
+    assert Path(f"{out}.started").exists(), "the job never ran (an import failed?): the test proves nothing"
     assert not out.exists()
     try:
         os.kill(shell_pid, signal.SIGKILL)           # the shell, orphaned by the kill, is ours to clean up

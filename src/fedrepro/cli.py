@@ -162,7 +162,7 @@ def cmd_plan(args) -> int:
     over = plan.over_limit(registry, measurements, jobs, args.scale, args.max_runtime_h)
     if over:
         print(f"\n{len(over)} run job(s) over the time limit (cluster.max_runtime_h = {args.max_runtime_h:g} h; "
-              f"each asks for the limit and would be stopped there):")
+              f"one that is not split asks for the limit and would be stopped there):")
         for line in over:
             print(f"over the limit: {line}")
     return 0

@@ -254,9 +254,7 @@ def run_resource(key, default=None):
     """
     from fedrepro.workflow.plan import run_resource as planned
 
-    limit = (config.get("cluster") or {}).get(
-        "max_runtime_h", 48
-    )  # hours; caps runtime
+    limit = MAX_RUNTIME_H  # hours; caps runtime
     return lambda wc: planned(
         REGISTRY,
         wc.paper,
@@ -267,6 +265,55 @@ def run_resource(key, default=None):
         default,
         max_runtime_h=limit,
     )
+
+
+# Runs longer than the time limit (fedrepro.workflow.split, docs/cluster.md): a run whose planned runtime request
+# exceeds cluster.max_runtime_h, and whose runner says how it divides, is run as parts by run_part and merged by
+# run_merge.  SPLITS maps each such run's path below results/ to its Split.
+MAX_RUNTIME_H = (config.get("cluster") or {}).get("max_runtime_h", 48)
+
+
+def _splits():
+    from fedrepro.workflow.split import plan_splits
+
+    return plan_splits(
+        REGISTRY, SCALE, MAX_RUNTIME_H, resolve=lambda _, *run: run_params(*run)
+    )
+
+
+SPLITS = _splits()
+
+
+def split_of(wc):
+    return SPLITS[f"{wc.scale}/{wc.paper}/runs/{wc.experiment}/{wc.configuration}"]
+
+
+def split_key(wc):
+    """(paper, experiment, configuration, scale) of a split run, from the merge rule's wildcard."""
+    split = SPLITS[wc.split_run]
+    return split.paper, split.experiment, split.configuration, split.scale
+
+
+def part_params(wc):
+    """A part's parameters: the configuration's, with the part's overrides merged in."""
+    from fedrepro.workflow.plan import with_overrides
+    from fedrepro.workflow.split import part_index
+
+    overrides = split_of(wc).overrides[part_index(wc.part)]
+    return with_overrides(
+        run_params(wc.paper, wc.experiment, wc.configuration, wc.scale), overrides
+    )
+
+
+def part_runtime(wc):
+    return split_of(wc).runtime_min(MAX_RUNTIME_H)
+
+
+def split_runs_regex():
+    """The merge rule's wildcard: exactly the split runs' paths (a pattern nothing matches when none is split)."""
+    import re
+
+    return "|".join(re.escape(r) for r in SPLITS) or "(?!)"
 
 
 # Scheduling order of a local build (Snakemake starts the ready job of highest priority; its default, by input bytes,

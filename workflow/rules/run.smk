@@ -14,6 +14,8 @@ rule run:
         "results/{scale}/{paper}/logs/runs/{experiment}/{configuration}.log",
     wildcard_constraints:
         paper="|".join(PAPERS),
+        experiment="[^/]+",
+        configuration="[^/]+",
     priority: run_priority
     conda:
         "../../environment.yml"
@@ -32,3 +34,59 @@ rule run:
         code=run_code,
     script:
         "../scripts/run.py"
+
+
+# A run longer than cluster.max_runtime_h, in parts (fedrepro.workflow.split, docs/cluster.md "Runs longer than the
+# time limit"): each part is the run rule on the configuration's parameters with the part's overrides; a part that
+# finished stays when a build is killed or a job times out, so the next build runs only the missing ones.
+use rule run as run_part with:
+    output:
+        csv="results/{scale}/{paper}/runs/{experiment}/{configuration}.parts/{part}.csv",
+        prov="results/{scale}/{paper}/runs/{experiment}/{configuration}.parts/{part}.csv.prov.json",
+    log:
+        "results/{scale}/{paper}/logs/runs/{experiment}/{configuration}.parts/{part}.log",
+    wildcard_constraints:
+        paper="|".join(PAPERS),
+        experiment="[^/]+",
+        configuration="[^/]+",
+        part=r"p\d{3}",
+    resources:
+        **partition_resources(),
+        mem_mb=run_resource("mem_mb", DEFAULT_MEM_MB),
+        runtime=part_runtime,
+        gpu=run_resource("gpu", 0),
+        machine=lambda wc: MACHINE_SLOTS if run_spec(wc)["alone"] else 1,
+        host_cores=lambda wc: min(run_spec(wc)["threads"], HOST_CORES),
+        slurm_extra=slurm_extra,
+    params:
+        cfg=part_params,
+        spec=run_spec,
+        code=run_code,
+
+
+rule run_merge:
+    """The parts of a split run, concatenated in order: the CSV the unsplit run writes, with its sidecar."""
+    input:
+        parts=lambda wc: with_sidecars(SPLITS[wc.split_run].part_files()),
+    output:
+        csv="results/{split_run}.csv",
+        prov="results/{split_run}.csv.prov.json",
+    log:
+        "results/{split_run}.parts/merge.log",
+    wildcard_constraints:
+        split_run=split_runs_regex(),
+    localrule: True
+    conda:
+        "../../environment.yml"
+    params:
+        cfg=lambda wc: run_params(*split_key(wc)),
+        split=lambda wc: {
+            "label": SPLITS[wc.split_run].label,
+            "overrides": SPLITS[wc.split_run].overrides,
+        },
+        code=code("workflow/scripts/merge_parts.py"),
+    script:
+        "../scripts/merge_parts.py"
+
+
+ruleorder: run_merge > run_part > run

@@ -32,6 +32,7 @@ PARAMETERS = {
     "Q?": "int>=1", "M?": "int>=1", "alg?": "1|2", "epochs?": "int>=1",      # defaults of every run
     "lr_drop_epoch?": "int>=1|null", "lr_drop?": "float>0|null",
     "n_seeds": "int>=1<=5",                 # the first n of the authors' five seeds
+    "seed_slot?": "int>=0<=4",              # one part of a split run (split_run): only the n_seeds' seed at this slot
     "party?": "paper|quick",                # the paper's party networks or the small proxies
     # the compressors compared (fedrepro/registry/methods.py), in order: name -> the embedding compressor, the server-model
     # compressor (default: the embedding's) and a fixed b (no compression: 32); the run supplies b, range_mode,
@@ -277,6 +278,8 @@ def run_experiment(params: dict, data_path: str, *, device: str = "cpu", log=pri
     """Every run of the grid; `data_cache` (a dict) keeps the loaded data for the next call (the board runs)."""
     dataset = params["dataset"]
     seeds = SEEDS["mimic" if dataset == "mimic" else "other"][: int(params["n_seeds"])]
+    if params.get("seed_slot") is not None:
+        seeds = [seeds[int(params["seed_slot"])]]
     grid = expand_grid(params)
     rows, timing, status = [], [], "real"
     cache: dict = {} if data_cache is None else data_cache
@@ -303,6 +306,21 @@ def run(ctx, data_cache: dict | None = None):
                      extra={"timing": facts["timing"],
                             "streams": "torch.manual_seed(seed) for init; numpy default_rng(seed) batch order; "
                                        "torch.Generator(seed + 7919) shared dither (A-7)"})
+
+
+def split_run(params: dict) -> list[tuple[str, list[dict]]]:
+    """How a configuration divides into jobs (fedrepro.workflow.split), coarsest first: one per run of the grid,
+    then one per seed of each, in the order `run_experiment` loops (grid, then seeds); each (run, seed) seeds its
+    own streams."""
+    runs = [{"bits": [], "runs": [run]} for run in expand_grid(params)]
+    slots = range(int(params["n_seeds"]))
+    return [("(compressor, b) run", runs),
+            ("seed x (compressor, b) run", [{**run, "seed_slot": s} for run in runs for s in slots])]
+
+
+def split_board(params: dict) -> list[tuple[str, list[dict]]]:
+    """A board run divides per compressor (`run_each` runs them in turn, each from its own seeds)."""
+    return [("compressor", [{"board_compressors": [name]} for name in params["board_compressors"]])]
 
 
 def board(ctx):

@@ -539,9 +539,21 @@ def grid_runs(params: dict) -> tuple[int, str]:
 
 def split_advice(registry, paper: str, experiment: str, configuration: str, scale: str, hours: float,
                  max_hours: float) -> str:
-    """How a run planned at `hours` (the request, SAFETY included) could be cut into jobs of at most `max_hours`:
-    per seed, per run of its grid, or both (the fewest jobs that fit); where none fits, per block of epochs,
-    which needs checkpoint and resume."""
+    """How a run planned at `hours` (the request, SAFETY included) fits jobs of at most `max_hours`: the parts its
+    runner declares (fedrepro.workflow.split; the workflow runs them), else the cut that would fit, which needs
+    a `split_<runner>` declaration; where no cut fits, blocks of epochs with checkpoint and resume."""
+    from fedrepro.workflow.split import choose_level, declares_split, resolved_params, split_function_name, split_levels
+
+    runner = registry.run_spec(paper, experiment, scale)["runner"]
+    if declares_split(registry.root, runner):
+        params = resolved_params(registry, paper, experiment, configuration, scale)
+        label, overrides, fits = choose_level(split_levels(runner, params), hours, max_hours)
+        n = len(overrides)
+        if fits:
+            return f"runs as {n} jobs, one per {label}, of {hours / n:,.0f} h each (rule run_part, then run_merge)"
+        return (f"runs as {n} jobs, one per {label}, but each of {hours / n:,.0f} h still exceeds the limit: it "
+                f"needs about {math.ceil(hours / max_hours)} blocks of epochs with checkpoint and resume, which "
+                f"fedrepro does not do")
     params = registry.params(paper, experiment, configuration, scale)
     seeds = int(params.get("n_seeds") or params.get("seeds") or params.get("trials") or 1)
     runs, what = grid_runs(params)
@@ -550,19 +562,20 @@ def split_advice(registry, paper: str, experiment: str, configuration: str, scal
         if n > 1:
             options.setdefault(n, label)
     options = sorted(options.items())
+    undeclared = f"its runner declares no {split_function_name(runner)} (fedrepro.workflow.split)"
     for n, label in options:
         if hours / n <= max_hours:
-            return f"split it into {n} jobs, one per {label}, of {hours / n:,.0f} h each"
+            return f"not split: {undeclared}; {n} jobs, one per {label}, of {hours / n:,.0f} h each would fit"
     finest = f"{options[-1][0]} jobs (one per {options[-1][1]}) of {hours / options[-1][0]:,.0f} h" if options \
         else "one seed and one run"
-    return (f"even {finest} exceed the limit: it needs about {math.ceil(hours / max_hours)} blocks of epochs with "
-            f"checkpoint and resume, which fedrepro does not do")
+    return (f"not split: even {finest} exceed the limit: it needs about {math.ceil(hours / max_hours)} blocks of "
+            f"epochs with checkpoint and resume, which fedrepro does not do")
 
 
 def over_limit(registry, measurements, jobs, scale: str, max_hours: float) -> list[str]:
     """One line per run job whose planned runtime request exceeds `max_hours` (config cluster.max_runtime_h):
-    the run, its planned hours and the split that would fit.  Such a job is submitted with runtime = the limit
-    (a request the partition accepts) and will be stopped there unless split."""
+    the run, its planned hours and its split.  A run that is not split is submitted with runtime = the limit
+    (a request the partition accepts) and will be stopped there."""
     lines = []
     for paper, experiment, configuration in jobs:
         est = estimate_run(registry, measurements, paper, experiment, configuration, scale)

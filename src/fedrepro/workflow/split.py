@@ -1,0 +1,163 @@
+"""Runs longer than a partition allows, as jobs that fit (docs/cluster.md, "Runs longer than the time limit").
+
+A runner may say how its work divides: beside `run(ctx)` its module defines `split_run(params)` (for a runner named
+`board`, `split_board`), returning the levels of division, coarsest first, as `[(label, [overrides, ...]), ...]`.
+Each overrides mapping, merged into the configuration's parameters, makes one independent part; the parts' rows,
+concatenated in the order given, are the whole configuration's rows (the runner's loops run in that order and each
+part seeds its own random streams, so no part depends on another).
+
+The workflow runs a configuration whose planned runtime request (fedrepro.workflow.plan) exceeds
+`cluster.max_runtime_h` as the parts of the coarsest level whose share fits (rule `run_part`, one job each), then
+concatenates them (rule `run_merge`) into the CSV the unsplit run writes.  A part that finished is kept when a build
+is killed or a job times out: the next build runs only the parts that are missing.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+PARTS_SUFFIX = ".parts"   # results/<scale>/<paper>/runs/<experiment>/<configuration>.parts/p000.csv
+
+
+@dataclass
+class Split:
+    """One configuration run as parts: where, why, and each part's parameter overrides."""
+    paper: str
+    experiment: str
+    configuration: str
+    scale: str
+    label: str                                   # what one part is ("seed x (compressor, b) run")
+    overrides: list[dict] = field(default_factory=list)
+    hours: float = 0.0                           # the unsplit run's runtime request (h)
+    fits: bool = True                            # each part's share within the limit
+
+    @property
+    def run(self) -> str:
+        """The run's path below results/ without `.csv` (the merge rule's wildcard)."""
+        return f"{self.scale}/{self.paper}/runs/{self.experiment}/{self.configuration}"
+
+    def part_names(self) -> list[str]:
+        return [part_name(i) for i in range(len(self.overrides))]
+
+    def part_files(self) -> list[str]:
+        return [f"results/{self.run}{PARTS_SUFFIX}/{name}.csv" for name in self.part_names()]
+
+    def runtime_min(self, limit_h: float) -> int:
+        """A part's runtime request: an even share of the unsplit request, at most the limit."""
+        return max(1, int(min(limit_h * 60, max(10, math.ceil(self.hours * 60 / len(self.overrides))))))
+
+
+def part_name(index: int) -> str:
+    return f"p{index:03d}"
+
+
+def part_index(name: str) -> int:
+    return int(name[1:])
+
+
+def split_function_name(runner: str) -> str:
+    return f"split_{runner.partition(':')[2]}"
+
+
+@lru_cache(maxsize=64)
+def _module_functions(path: str, mtime_ns: int) -> frozenset:
+    tree = ast.parse(Path(path).read_text(), filename=path)
+    return frozenset(node.name for node in tree.body if isinstance(node, ast.FunctionDef))
+
+
+def declares_split(root: str | Path, runner: str) -> bool:
+    """Whether the runner's module defines its split function (read without importing the module)."""
+    from fedrepro.registry.params import module_path
+
+    path = module_path(root, runner.partition(":")[0])
+    return path is not None and split_function_name(runner) in _module_functions(str(path), path.stat().st_mtime_ns)
+
+
+def split_levels(runner: str, params: dict) -> list[tuple[str, list[dict]]]:
+    """The runner's levels of division for these parameters (imports the runner's module)."""
+    module = importlib.import_module(runner.partition(":")[0])
+    levels = getattr(module, split_function_name(runner))(params)
+    for label, overrides in levels:
+        if not overrides or not all(isinstance(o, dict) for o in overrides):
+            raise ValueError(f"{runner}: {split_function_name(runner)} level {label!r} must list one overrides "
+                             f"mapping per part, got {overrides!r}")
+    return levels
+
+
+def choose_level(levels: list[tuple[str, list[dict]]], hours: float, limit_h: float) -> tuple[str, list[dict], bool]:
+    """The coarsest level whose parts' even share of `hours` fits `limit_h`; else the finest (fits = False)."""
+    for label, overrides in levels:
+        if hours / len(overrides) <= limit_h:
+            return label, overrides, True
+    label, overrides = levels[-1]
+    return label, overrides, False
+
+
+def plan_split(registry, measurements, paper: str, experiment: str, configuration: str, scale: str,
+               limit_h: float, params: dict | None = None) -> Split | None:
+    """The split of one run whose runtime request exceeds `limit_h`, or None (it fits, has no estimate, or its
+    runner declares no split).  `params`: the run's resolved parameters (default: the registry's)."""
+    from fedrepro.workflow.plan import estimate_run, planned_runtime_min
+
+    spec = registry.run_spec(paper, experiment, scale)
+    if not limit_h or not declares_split(registry.root, spec["runner"]):
+        return None
+    est = estimate_run(registry, measurements, paper, experiment, configuration, scale)
+    if est.wall_hours is None:
+        return None
+    hours = planned_runtime_min(est.wall_hours) / 60
+    if hours <= limit_h:
+        return None
+    if params is None:
+        params = resolved_params(registry, paper, experiment, configuration, scale)
+    label, overrides, fits = choose_level(split_levels(spec["runner"], params), hours, limit_h)
+    if len(overrides) < 2:
+        return None
+    return Split(paper, experiment, configuration, scale, label, overrides, hours, fits)
+
+
+def resolved_params(registry, paper: str, experiment: str, configuration: str, scale: str) -> dict:
+    """A run's parameters as its job sees them: a board's `board_compressors: registered` as the registered names
+    but the paper's own (as workflow/rules/common.smk's `run_params`)."""
+    from fedrepro.leaderboard.spec import Board, registered_compressors
+
+    params = registry.params(paper, experiment, configuration, scale)
+    if params.get("board_compressors") == "registered":
+        board = Board.load(registry.root, registry)
+        params = {**params, "board_compressors": board.board_compressors(paper, experiment, registered_compressors())}
+    return params
+
+
+def plan_splits(registry, scale: str, limit_h: float, resolve=resolved_params) -> dict[str, Split]:
+    """{run path: Split} for every run of `scale` that the workflow runs in parts.  `resolve(registry, paper,
+    experiment, configuration, scale)` gives a run's parameters as its job sees them."""
+    from fedrepro.workflow.plan import measurements_for, target_runs
+
+    if not limit_h:
+        return {}
+    runs = [r for r in target_runs(registry, "all", scale)
+            if declares_split(registry.root, registry.run_spec(r[0], r[1], scale)["runner"])]
+    if not runs:
+        return {}
+    measurements = measurements_for(registry.root, registry)
+    out = {}
+    for paper, experiment, configuration in runs:
+        params = resolve(registry, paper, experiment, configuration, scale)
+        split = plan_split(registry, measurements, paper, experiment, configuration, scale, limit_h, params)
+        if split is not None:
+            out[split.run] = split
+    return out
+
+
+def merge_parts(part_csvs: list[str]):
+    """The parts' rows in order, as the unsplit run's frame (read back as written: `write_csv` keeps 10 significant
+    digits, which a float64 holds exactly, so a merged CSV is byte-identical to the unsplit run's, timings aside)."""
+    import pandas as pd
+
+    frames = [pd.read_csv(p, float_precision="round_trip") for p in part_csvs]
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,107 @@
+"""Runs longer than the time limit (fedrepro.workflow.split, docs/cluster.md "Runs longer than the time limit"):
+a run split into parts, killed mid-way and resumed, writes the CSV the straight run writes."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+from conftest import snakemake
+
+from fedrepro.io import without_timings, write_csv
+from fedrepro.registry.papers import Registry
+from fedrepro.workflow import plan
+from fedrepro.workflow.split import choose_level, plan_splits, resolved_params, split_levels
+
+RUN = "results/smoke/cvfl/runs/mimic_q/as-stated.csv"
+PARTS = "results/smoke/cvfl/runs/mimic_q/as-stated.parts"
+TINY = "cluster={max_runtime_h: 0.00001}"   # every run with an estimate is over this limit
+
+
+def _masked(frame: pd.DataFrame, path) -> bytes:
+    write_csv(path, without_timings(frame))
+    return path.read_bytes()
+
+
+def test_the_paper_runs_over_the_limit_are_split_into_parts_that_fit(repo):
+    registry = Registry.load(repo)
+    splits = plan_splits(registry, "paper", 48.0)
+    assert {s.experiment for s in splits.values()} >= {"mimic", "cifar10", "mimic_q", "imagenet100", "board_mimic"}
+    for split in splits.values():
+        assert split.fits and split.hours / len(split.overrides) <= 48, split
+        assert split.runtime_min(48.0) <= 48 * 60
+    assert not plan_splits(registry, "quick", 48.0), "nothing at quick scale needs a split"
+
+
+def test_levels_go_from_coarse_to_fine_and_the_fine_one_is_used_only_when_needed():
+    levels = [("run", [{}] * 10), ("seed x run", [{}] * 50)]
+    assert choose_level(levels, 400.0, 48.0)[0] == "run"
+    assert choose_level(levels, 1000.0, 48.0)[0:3:2] == ("seed x run", True)
+    assert choose_level(levels, 5000.0, 48.0)[0:3:2] == ("seed x run", False)
+
+
+def test_a_split_run_killed_and_resumed_equals_the_straight_run(workdir, tmp_path):
+    snakemake("--cores", "2", RUN, "--config", "scale=smoke", cwd=workdir)
+    straight = pd.read_csv(workdir / RUN)
+    for f in (RUN, RUN + ".prov.json"):
+        (workdir / f).unlink()
+
+    # split, one job at a time; killed (SIGKILL, Snakemake and its jobs) in the second part, once Snakemake has
+    # taken the first as finished (started the next)
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", RUN, "--config", "scale=smoke", TINY],
+                            cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    second = workdir / PARTS.replace("/runs/", "/logs/runs/") / "p001.log"
+    deadline = time.monotonic() + 600
+    while not second.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert second.exists(), "the second part never started"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = {p.name: p.stat().st_mtime_ns for p in (workdir / PARTS).glob("p*.csv")}
+    assert not (workdir / RUN).exists() and len(done) < 4, "killed too late: nothing left to resume"
+
+    snakemake("--unlock", RUN, "--config", "scale=smoke", TINY, cwd=workdir)   # the lock a killed Snakemake left
+    out = snakemake("--cores", "2", RUN, "--config", "scale=smoke", TINY, "--rerun-incomplete", cwd=workdir)
+    assert "run_merge" in out.stdout + out.stderr
+    for name, mtime in done.items():     # a finished part is kept, not run again
+        assert (workdir / PARTS / name).stat().st_mtime_ns == mtime, f"{name} was run again"
+    merged = pd.read_csv(workdir / RUN)
+    assert _masked(merged, tmp_path / "m.csv") == _masked(straight, tmp_path / "s.csv")
+    record = pd.read_json(io.StringIO((workdir / (RUN + ".prov.json")).read_text()), typ="series")
+    assert record["extra"]["split"] == {"label": "seed x (compressor, b) run", "parts": 4}
+
+    # the chain holds: audit walks the merged run through its parts to the data
+    audit = subprocess.run([sys.executable, "-m", "fedrepro", "audit", RUN], cwd=workdir, capture_output=True,
+                           text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(workdir / "src")})
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert "p003.csv" in audit.stdout
+
+
+@pytest.mark.slow
+def test_a_board_run_split_per_compressor_equals_the_whole(workdir, tmp_path):
+    """The C-VFL board's parts (one per compressor, `n/a` ones included) concatenate to the whole board run."""
+    snakemake("--cores", "1", "results/data/mimic3_ihm/mimic3_ihm.npz", "--config", "scale=smoke", cwd=workdir)
+    registry = Registry.load(workdir)
+    params = resolved_params(registry, "cvfl", "board_mimic", "as-stated", "smoke")
+    label, overrides, _ = choose_level(split_levels("fedrepro.cvfl.experiments:board", params), 1.0, 1e-9)
+    assert label == "compressor" and len(overrides) == len(params["board_compressors"]) > 2
+    inputs = {"data": str(workdir / "results/data/mimic3_ihm/mimic3_ihm.npz")}
+
+    def once(over):
+        return plan.run_once(registry, "cvfl", "board_mimic", "as-stated", "smoke", overrides=over, inputs=inputs,
+                             output=tmp_path / "run.csv")[0]
+
+    whole = once({"board_compressors": params["board_compressors"]})
+    for i, over in enumerate(overrides):
+        write_csv(tmp_path / f"p{i:03d}.csv", once(over))
+    from fedrepro.workflow.split import merge_parts
+
+    merged = merge_parts([str(tmp_path / f"p{i:03d}.csv") for i in range(len(overrides))])
+    write_csv(tmp_path / "whole.csv", whole)
+    assert _masked(merged, tmp_path / "m.csv") == _masked(pd.read_csv(tmp_path / "whole.csv"), tmp_path / "w.csv")
