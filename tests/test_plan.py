@@ -283,5 +283,7 @@ def test_every_runtime_request_fits_the_time_limit_and_longer_runs_are_named(rep
     over = plan.over_limit(registry, measurements, jobs, "paper", 48)
     assert len(over) == sum(u > 48 * 60 for u in uncapped)
     line = next(x for x in over if x.startswith("cvfl/cifar10/as-stated:"))
-    assert re.search(r"planned [\d,]+ h > cluster.max_runtime_h 48 h; split it into 50 jobs, one per seed x "
+    assert re.search(r"planned [\d,]+ h > cluster.max_runtime_h 48 h; runs as 50 jobs, one per seed x "
                      r"\(compressor, b\) run", line), line
+    line = next(x for x in over if x.startswith("thesis/board_ch3/as-stated:"))   # a runner that declares no split
+    assert "not split: its runner declares no split_board" in line and "4 jobs, one per method" in line, line

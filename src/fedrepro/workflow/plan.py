@@ -633,11 +633,17 @@ _WARNED: set = set()
 
 
 def _warn_over_limit(registry, measurements, paper, experiment, configuration, scale, max_runtime_h) -> None:
-    """Say once per run (on stderr, so a dry run shows it) that its planned time exceeds the time limit."""
+    """Say once per run (on stderr, so a dry run shows it) that its planned time exceeds the time limit and that it
+    is not run as parts that fit."""
+    from fedrepro.workflow.split import plan_split
+
     key = (str(registry.root), paper, experiment, configuration, scale, max_runtime_h)
     if key in _WARNED:
         return
     _WARNED.add(key)
+    split = plan_split(registry, measurements, paper, experiment, configuration, scale, max_runtime_h)
+    if split is not None and split.fits:
+        return                               # its parts fit: the workflow runs those, not this job
     for line in over_limit(registry, measurements, [(paper, experiment, configuration)], scale, max_runtime_h):
         print(f"fedrepro plan: over the time limit: {line}; its job asks for {max_runtime_h:g} h and will be "
               f"stopped there (docs/cluster.md)", file=sys.stderr)
