@@ -285,5 +285,7 @@ def test_every_runtime_request_fits_the_time_limit_and_longer_runs_are_named(rep
     line = next(x for x in over if x.startswith("cvfl/cifar10/as-stated:"))
     assert re.search(r"planned [\d,]+ h > cluster.max_runtime_h 48 h; runs as 50 jobs, one per seed x "
                      r"\(compressor, b\) run", line), line
-    line = next(x for x in over if x.startswith("thesis/board_ch3/as-stated:"))   # a runner that declares no split
-    assert "not split: its runner declares no split_board" in line and "4 jobs, one per method" in line, line
+    line = next(x for x in over if x.startswith("thesis/board_ch3/as-stated:"))   # a board run: per compressor
+    assert "runs as 9 jobs, one per compressor" in line, line
+    line = next(x for x in over if x.startswith("thesis/fig3_1/as-stated:"))     # no cut fits
+    assert "not split: even 5 jobs (one per method)" in line and "checkpoint and resume" in line, line

@@ -17,7 +17,7 @@ from conftest import snakemake
 from fedrepro.io import without_timings, write_csv
 from fedrepro.registry.papers import Registry
 from fedrepro.workflow import plan
-from fedrepro.workflow.split import choose_level, plan_splits, resolved_params, split_levels
+from fedrepro.workflow.split import choose_level, merge_parts, plan_splits, resolved_params, split_levels
 
 RUN = "results/smoke/cvfl/runs/mimic_q/as-stated.csv"
 PARTS = "results/smoke/cvfl/runs/mimic_q/as-stated.parts"
@@ -32,7 +32,8 @@ def _masked(frame: pd.DataFrame, path) -> bytes:
 def test_the_paper_runs_over_the_limit_are_split_into_parts_that_fit(repo):
     registry = Registry.load(repo)
     splits = plan_splits(registry, "paper", 48.0)
-    assert {s.experiment for s in splits.values()} >= {"mimic", "cifar10", "mimic_q", "imagenet100", "board_mimic"}
+    assert {s.experiment for s in splits.values()} >= {"mimic", "cifar10", "mimic_q", "imagenet100", "board_mimic",
+                                                       "board_ch3"}
     for split in splits.values():
         assert split.fits and split.hours / len(split.overrides) <= 48, split
         assert split.runtime_min(48.0) <= 48 * 60
@@ -84,24 +85,26 @@ def test_a_split_run_killed_and_resumed_equals_the_straight_run(workdir, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_board_run_split_per_compressor_equals_the_whole(workdir, tmp_path):
-    """The C-VFL board's parts (one per compressor, `n/a` ones included) concatenate to the whole board run."""
-    snakemake("--cores", "1", "results/data/mimic3_ihm/mimic3_ihm.npz", "--config", "scale=smoke", cwd=workdir)
+@pytest.mark.parametrize("paper,experiment,dataset", [("cvfl", "board_mimic", "mimic3_ihm"),
+                                                      ("thesis", "board_ch3", "cifar10")])
+def test_a_board_run_split_per_compressor_equals_the_whole(workdir, tmp_path, paper, experiment, dataset):
+    """A board run divides per compressor without declaring it: its parts (one per compressor, `n/a` ones
+    included) concatenate to the whole board run."""
+    data = f"results/data/{dataset}/{dataset}.npz"
+    snakemake("--cores", "1", data, "--config", "scale=smoke", cwd=workdir)
     registry = Registry.load(workdir)
-    params = resolved_params(registry, "cvfl", "board_mimic", "as-stated", "smoke")
-    label, overrides, _ = choose_level(split_levels("fedrepro.cvfl.experiments:board", params), 1.0, 1e-9)
+    params = resolved_params(registry, paper, experiment, "as-stated", "smoke")
+    runner = registry.run_spec(paper, experiment, "smoke")["runner"]
+    label, overrides, _ = choose_level(split_levels(workdir, runner, params), 1.0, 1e-9)
     assert label == "compressor" and len(overrides) == len(params["board_compressors"]) > 2
-    inputs = {"data": str(workdir / "results/data/mimic3_ihm/mimic3_ihm.npz")}
 
     def once(over):
-        return plan.run_once(registry, "cvfl", "board_mimic", "as-stated", "smoke", overrides=over, inputs=inputs,
-                             output=tmp_path / "run.csv")[0]
+        return plan.run_once(registry, paper, experiment, "as-stated", "smoke", overrides=over,
+                             inputs={"data": str(workdir / data)}, output=tmp_path / "run.csv")[0]
 
     whole = once({"board_compressors": params["board_compressors"]})
     for i, over in enumerate(overrides):
         write_csv(tmp_path / f"p{i:03d}.csv", once(over))
-    from fedrepro.workflow.split import merge_parts
-
     merged = merge_parts([str(tmp_path / f"p{i:03d}.csv") for i in range(len(overrides))])
     write_csv(tmp_path / "whole.csv", whole)
     assert _masked(merged, tmp_path / "m.csv") == _masked(pd.read_csv(tmp_path / "whole.csv"), tmp_path / "w.csv")

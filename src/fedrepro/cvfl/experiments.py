@@ -318,11 +318,6 @@ def split_run(params: dict) -> list[tuple[str, list[dict]]]:
             ("seed x (compressor, b) run", [{**run, "seed_slot": s} for run in runs for s in slots])]
 
 
-def split_board(params: dict) -> list[tuple[str, list[dict]]]:
-    """A board run divides per compressor (`run_each` runs them in turn, each from its own seeds)."""
-    return [("compressor", [{"board_compressors": [name]} for name in params["board_compressors"]])]
-
-
 def board(ctx):
     """Leaderboard runner: each compressor of `compressors` as a method of the figure's grid with the settings of
     method `template` (the run offers it the grid's bits `b`, `range_mode`, `ratio` or `k`, as to the paper's own)."""

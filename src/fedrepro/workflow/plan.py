@@ -542,12 +542,12 @@ def split_advice(registry, paper: str, experiment: str, configuration: str, scal
     """How a run planned at `hours` (the request, SAFETY included) fits jobs of at most `max_hours`: the parts its
     runner declares (fedrepro.workflow.split; the workflow runs them), else the cut that would fit, which needs
     a `split_<runner>` declaration; where no cut fits, blocks of epochs with checkpoint and resume."""
-    from fedrepro.workflow.split import choose_level, declares_split, resolved_params, split_function_name, split_levels
+    from fedrepro.workflow.split import can_split, choose_level, resolved_params, split_function_name, split_levels
 
     runner = registry.run_spec(paper, experiment, scale)["runner"]
-    if declares_split(registry.root, runner):
-        params = resolved_params(registry, paper, experiment, configuration, scale)
-        label, overrides, fits = choose_level(split_levels(runner, params), hours, max_hours)
+    resolved = resolved_params(registry, paper, experiment, configuration, scale)
+    if can_split(registry.root, runner, resolved):
+        label, overrides, fits = choose_level(split_levels(registry.root, runner, resolved), hours, max_hours)
         n = len(overrides)
         if fits:
             return f"runs as {n} jobs, one per {label}, of {hours / n:,.0f} h each (rule run_part, then run_merge)"

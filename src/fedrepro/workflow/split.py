@@ -6,6 +6,9 @@ Each overrides mapping, merged into the configuration's parameters, makes one in
 concatenated in the order given, are the whole configuration's rows (the runner's loops run in that order and each
 part seeds its own random streams, so no part depends on another).
 
+A leaderboard board run (parameters with a `board_compressors` list, run by `fedrepro.leaderboard.candidates.run_each`:
+one engine call per compressor, each from the configuration's own seeds) divides per compressor without declaring it.
+
 The workflow runs a configuration whose planned runtime request (fedrepro.workflow.plan) exceeds
 `cluster.max_runtime_h` as the parts of the coarsest level whose share fits (rule `run_part`, one job each), then
 concatenates them (rule `run_merge`) into the CSV the unsplit run writes.  A part that finished is kept when a build
@@ -78,8 +81,22 @@ def declares_split(root: str | Path, runner: str) -> bool:
     return path is not None and split_function_name(runner) in _module_functions(str(path), path.stat().st_mtime_ns)
 
 
-def split_levels(runner: str, params: dict) -> list[tuple[str, list[dict]]]:
-    """The runner's levels of division for these parameters (imports the runner's module)."""
+def board_levels(params: dict) -> list[tuple[str, list[dict]]]:
+    """A board run's one level: a part per compressor (`run_each` runs them in turn, independently)."""
+    names = params.get("board_compressors")
+    return [("compressor", [{"board_compressors": [n]} for n in names])] if isinstance(names, list) else []
+
+
+def can_split(root: str | Path, runner: str, params: dict) -> bool:
+    """The runner declares its split, or the run is a board run."""
+    return declares_split(root, runner) or "board_compressors" in params
+
+
+def split_levels(root: str | Path, runner: str, params: dict) -> list[tuple[str, list[dict]]]:
+    """The levels of division of a run with these parameters: the runner's own (imports its module), else a board
+    run's, else none."""
+    if not declares_split(root, runner):
+        return board_levels(params)
     module = importlib.import_module(runner.partition(":")[0])
     levels = getattr(module, split_function_name(runner))(params)
     for label, overrides in levels:
@@ -105,7 +122,9 @@ def plan_split(registry, measurements, paper: str, experiment: str, configuratio
     from fedrepro.workflow.plan import estimate_run, planned_runtime_min
 
     spec = registry.run_spec(paper, experiment, scale)
-    if not limit_h or not declares_split(registry.root, spec["runner"]):
+    if params is None:
+        params = resolved_params(registry, paper, experiment, configuration, scale)
+    if not limit_h or not can_split(registry.root, spec["runner"], params):
         return None
     est = estimate_run(registry, measurements, paper, experiment, configuration, scale)
     if est.wall_hours is None:
@@ -113,9 +132,7 @@ def plan_split(registry, measurements, paper: str, experiment: str, configuratio
     hours = planned_runtime_min(est.wall_hours) / 60
     if hours <= limit_h:
         return None
-    if params is None:
-        params = resolved_params(registry, paper, experiment, configuration, scale)
-    label, overrides, fits = choose_level(split_levels(spec["runner"], params), hours, limit_h)
+    label, overrides, fits = choose_level(split_levels(registry.root, spec["runner"], params), hours, limit_h)
     if len(overrides) < 2:
         return None
     return Split(paper, experiment, configuration, scale, label, overrides, hours, fits)
@@ -141,7 +158,8 @@ def plan_splits(registry, scale: str, limit_h: float, resolve=resolved_params) -
     if not limit_h:
         return {}
     runs = [r for r in target_runs(registry, "all", scale)
-            if declares_split(registry.root, registry.run_spec(r[0], r[1], scale)["runner"])]
+            if declares_split(registry.root, registry.run_spec(r[0], r[1], scale)["runner"])
+            or "board_compressors" in registry.params(*r, scale)]
     if not runs:
         return {}
     measurements = measurements_for(registry.root, registry)
@@ -159,5 +177,5 @@ def merge_parts(part_csvs: list[str]):
     digits, which a float64 holds exactly, so a merged CSV is byte-identical to the unsplit run's, timings aside)."""
     import pandas as pd
 
-    frames = [pd.read_csv(p, float_precision="round_trip") for p in part_csvs]
+    frames = [pd.read_csv(p) for p in part_csvs]
     return pd.concat(frames, ignore_index=True)
