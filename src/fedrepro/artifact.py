@@ -103,14 +103,14 @@ class Artifact:
         if not self.run_files:
             raise FileNotFoundError(f"{self.paper}:{self.name}: no run files under results/{self.scale}/{self.paper}/runs/; "
                                     f"build them with: snakemake --cores 2 {self.paper}_{self.name} --config scale={self.scale}")
-        return pd.concat([pd.read_csv(self.root / f) for f in self.run_files], ignore_index=True)
+        return pd.concat([pd.read_csv(self.root / f, low_memory=False) for f in self.run_files], ignore_index=True)
 
     def runs_of(self, experiment: str):
         """The runs of one experiment (a run CSV lives under runs/<experiment>/)."""
         import pandas as pd
 
         files = [f for f in self.run_files if Path(f).parent.name == experiment]
-        return pd.concat([pd.read_csv(self.root / f) for f in files], ignore_index=True)
+        return pd.concat([pd.read_csv(self.root / f, low_memory=False) for f in files], ignore_index=True)
 
     @property
     def configurations(self) -> list[str]:
