@@ -32,6 +32,32 @@ def test_the_readme_status_table_is_status_over_the_published_results(repo):
         "README.md's status table is not `python -m fedrepro status` over published/: paste its output")
 
 
+# an absolute path under a machine's usual roots (not a URL's path: no scheme, host or dot before it)
+MACHINE_PATH = re.compile(r"(?<![\w:/.])/(?:tmp|home|root|work|Users|var|opt|scratch|mnt|srv)/[\w.-]+")
+
+
+def test_no_published_file_names_a_machine_path(repo):
+    """Committed pages, tables and sidecars are read on other machines: none may name the build machine's paths
+    (an executed notebook once showed a warning with the clone's absolute path)."""
+    hits = []
+    for path in sorted((repo / "published").rglob("*")):
+        if path.suffix in (".html", ".md", ".csv", ".json") and path.is_file():
+            found = MACHINE_PATH.search(path.read_text(errors="replace"))
+            if found:
+                hits.append(f"{path.relative_to(repo)}: {found.group(0)}")
+    assert not hits, hits
+
+
+def test_publish_refuses_a_file_that_names_the_machine_path(tmp_path):
+    from fedrepro.provenance.published import _names_no_machine_path
+
+    (tmp_path / "page.html").write_text(f"<pre>{tmp_path.resolve()}/src/fedrepro/artifact.py:113: DtypeWarning</pre>")
+    (tmp_path / "clean.html").write_text("<pre>src/fedrepro/artifact.py:113</pre>")
+    _names_no_machine_path(tmp_path, "clean.html")
+    with pytest.raises(PublishError, match="names this machine's path"):
+        _names_no_machine_path(tmp_path, "page.html")
+
+
 def test_every_published_chain_is_intact_and_both_scales_are_there(repo):
     results = audit_published(repo)
     assert {r.path.split("/")[1] for r in results} >= {"quick", "paper"}

@@ -62,6 +62,17 @@ def _verified(root: Path, rel: str) -> None:
                            f"({record['sha256'][:12]}); rebuild it (snakemake --cores 2 {rel}) before publishing")
 
 
+def _names_no_machine_path(root: Path, rel: str) -> None:
+    """A published page or table names no path of the machine that built it (a warning's traceback in an executed
+    notebook would): published files are committed and read anywhere."""
+    if Path(rel).suffix not in (".html", ".md", ".csv"):
+        return
+    here = str(root.resolve())
+    if here in (root / rel).read_text(errors="replace"):
+        raise PublishError(f"{rel} names this machine's path {here} (a warning or traceback in the notebook's "
+                           f"output?); make it relative or fix its cause, rebuild, then publish")
+
+
 def publishable_files(registry, scale: str, root: str | Path = ".") -> list[str]:
     """Under results/<scale>/: every complete artifact's shown files and claims, the runs they read, the other run
     CSVs there (board runs) and, when built, the scorecard; results/-relative paths, sorted."""
@@ -91,6 +102,7 @@ def publish(registry, scale: str, root: str | Path = ".", clean: bool = True) ->
                            f"(snakemake --cores 2 <targets> --config scale={scale})")
     for rel in files:
         _verified(root, rel)
+        _names_no_machine_path(root, rel)
     dest_root = root / PUBLISHED / scale
     if clean and dest_root.exists():
         shutil.rmtree(dest_root)
