@@ -90,7 +90,7 @@ def test_estimate_of_an_unmeasured_size_is_within_the_stated_factor(repo, regist
     kernels (fedrepro.kernels), so the comparison runs without them; with them a run is about 1.4x faster and the
     plan errs on the safe side."""
     monkeypatch.setenv("FEDREPRO_KERNELS", "0")
-    overrides = {"trials": 1, "R": 60}
+    overrides = {"trials": 2, "R": 300}     # about a second: long enough that start-up noise does not decide
     params = {**registry.params("gcca", "fig3", "calibrated", "quick"), **overrides}
     predicted = plan.predict_cpu_seconds(registry, committed(repo, registry), "gcca", "fig3", params)
     assert predicted is not None
