@@ -158,8 +158,7 @@ def plan_splits(registry, scale: str, limit_h: float, resolve=resolved_params) -
     if not limit_h:
         return {}
     runs = [r for r in target_runs(registry, "all", scale)
-            if declares_split(registry.root, registry.run_spec(r[0], r[1], scale)["runner"])
-            or "board_compressors" in registry.params(*r, scale)]
+            if can_split(registry.root, registry.run_spec(r[0], r[1], scale)["runner"], registry.params(*r, scale))]
     if not runs:
         return {}
     measurements = measurements_for(registry.root, registry)
