@@ -38,9 +38,10 @@ EHR_PARAMETERS = {
     "tsne_seed?": "int>=0",
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): trials x rounds x inner steps x batch x the
-# networks' width.
-DEEP_TOY_WORK = {"units": "trials * R * T * batch * sum(hidden)", "memory": "J * sum(hidden)"}
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): trials x rounds x Adam steps x batch x
+# the networks' width; an outer iteration takes T steps, or T epochs of J / batch steps (`inner_unit`, gcca:A-29).
+DEEP_TOY_WORK = {"units": "trials * R * T * (max(1, J // batch) if inner_unit == 'epochs' else 1) * batch * sum(hidden)",
+                 "memory": "J * sum(hidden)", "defaults": {"inner_unit": "'steps'"}}
 EHR_WORK = {"units": "trials * R * T * batch * sum(hidden)"}
 
 COLUMNS = ["kind", "method", "q", "seed", "step", "metric", "value", "view", "x", "y", "label"]

@@ -52,11 +52,23 @@ PARAMETERS = {
 # figure method whose settings each compressor takes (`template`).
 BOARD_PARAMETERS = {**PARAMETERS, **BOARD_KEYS, "template": "str"}
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): trials x iterations x variants x inner steps x
-# the views' size (J x N x K, per view; Fig. 7 sums over its view counts).
-WORK = {"units": "trials * R * len(variants) * T * J * N * K * sum(I_values if I_values else [I])",
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py).  Units: the inner steps (trials x
+# iterations x inner steps x variants, or the board's compressors) times, per step, the views (Fig. 7 sums over its
+# view counts) plus the step's fixed work (aggregation, objective, compression), about two views' worth at the dense
+# views' size (quick scale: 9e-5 to 1.5e-4 CPU s a step with 3 views, 1.3e-3 with 53 on average); the sparse views
+# of Fig. 8 cost their size (J x N x K a view).  Rows: what the run logs, the objective at every step or at the
+# `record_steps` grid, time and bits at the grid.
+WORK = {"units": "trials * R * T * (len(board_compressors) if board_compressors else len(variants)) * "
+                 "(J * N * K * sum(I_values if I_values else [I]) if sparse else "
+                 "sum(I_values if I_values else [I]) + 2 * len(I_values if I_values else [I]))",
         "memory": "J * N * max(I_values if I_values else [I])",
-        "defaults": {"I_values": "None", "sparse": "False"}, "shape": ["sparse"]}
+        "rows": "trials * len(I_values if I_values else [I]) * "
+                "(len(board_compressors) if board_compressors else len(variants)) * "
+                "((R + 1 if record_objective == 'all' else min(R, 300) + 1 + (80 if R > 300 else 0)) + "
+                "2 * (R + 1 if record == 'all' else min(R, 300) + 1 + (80 if R > 300 else 0)))",
+        "defaults": {"I_values": "None", "sparse": "False", "board_compressors": "None", "record": "'all'",
+                     "record_objective": "record"},
+        "shape": ["sparse"]}
 
 COLUMNS = ["variant", "method", "start", "q", "batch", "I", "seed", "step", "metric", "value", "bits_up", "bits_down"]
 

@@ -56,10 +56,11 @@ GPU_FLOPS = 20e12        # plan:A-gpu-rate: FLOP/s one GPU sustains training the
 SAFETY = 2.0             # runtime request = SAFETY x the estimate (model error, slower nodes, load)
 MEMORY_SAFETY = 1.5      # mem_mb request = MEMORY_SAFETY x the estimated peak
 MEMORY_NOISE = 1.05      # two peaks within 5 % are one peak measured twice, not growth
+ROWS_IN_MEMORY = 2.0     # a run holds its logged rows about twice at its peak (its frames and their concatenation)
 MIN_RUNTIME_MIN = 10     # no cluster request below this (queue start-up, imports)
 MAX_RUNTIME_H = 48.0     # default of the config key cluster.max_runtime_h: the longest job a partition grants
 CALIBRATION_FIELDS = ("paper", "experiment", "configuration", "scale", "shape", "units", "memory_units",
-                      "cpu_seconds", "clock", "threads", "peak_rss_mb", "output_bytes", "source", "machine", "date")
+                      "cpu_seconds", "clock", "threads", "peak_rss_mb", "output_bytes", "source", "machine", "date", "rows")
 
 
 # ---- expressions ------------------------------------------------------------------------------------------------
@@ -160,6 +161,7 @@ class Measurement:
     source: str
     machine: str = ""
     date: str = ""
+    rows: float | None = None    # the rows the run logs (its WORK's `rows`), where it declares them
 
     def row(self) -> dict:
         return {k: ("" if getattr(self, k) is None else getattr(self, k)) for k in CALIBRATION_FIELDS}
@@ -180,7 +182,7 @@ def read_calibration(root: str | Path) -> list[Measurement]:
                         memory_units=_num(r["memory_units"]), cpu_seconds=float(r["cpu_seconds"]), clock=r["clock"],
                         threads=int(r["threads"] or 1), peak_rss_mb=_num(r["peak_rss_mb"]),
                         output_bytes=_num(r["output_bytes"]), source=r["source"], machine=r["machine"],
-                        date=r["date"]) for r in rows]
+                        date=r["date"], rows=_num(r.get("rows"))) for r in rows]
 
 
 def data_sizes(npz: str | Path | None) -> dict:
@@ -239,7 +241,8 @@ def measure_sidecar(root: Path, registry, sidecar: Path) -> Measurement | None:
                        cpu_seconds=seconds, clock=clock, threads=int(registry.run_spec(paper, experiment, scale)["threads"]),
                        peak_rss_mb=extra.get("peak_rss_mb"), output_bytes=out,
                        source=f"sidecar {sidecar.relative_to(root)}", machine=str(record.get("device", "")),
-                       date=str(record.get("finished", ""))[:10])
+                       date=str(record.get("finished", ""))[:10],
+                       rows=evaluate(spec["rows"], params, spec.get("defaults")) if spec.get("rows") else None)
 
 
 def measured_runs(root: str | Path, registry) -> list[Measurement]:
@@ -296,8 +299,13 @@ def calibrate(root: str | Path, registry) -> list[Measurement]:
 # ---- the model --------------------------------------------------------------------------------------------------
 
 def fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """y = a + b x through the smallest and the largest x (a >= 0, b >= 0); one point (or no spread): through 0."""
-    points = sorted(points)
+    """y = a + b x through the smallest and the largest x (a >= 0, b >= 0); one point (or no spread): through 0.
+    Points at the same x (configurations of one size: Fig. 4.2's 33 and 52 s at 6e6 units) count by their mean, so
+    the line does not hang on whichever of them is the slowest."""
+    by_x: dict[float, list[float]] = {}
+    for x, y in points:
+        by_x.setdefault(x, []).append(y)
+    points = sorted((x, sum(ys) / len(ys)) for x, ys in by_x.items())
     (x0, y0), (x1, y1) = points[0], points[-1]
     if x1 > x0 * 1.5 and y1 > y0:
         b = (y1 - y0) / (x1 - x0)
@@ -357,15 +365,31 @@ def fit_points(measurements: list[Measurement], shape: str) -> tuple[list[Measur
     return points, bool(same)
 
 
-def memory_slope(measurements: list[Measurement]) -> float | None:
+def bytes_per_row(measurements: list[Measurement]) -> float | None:
+    """Output bytes per logged row, from the measurement that logged the most rows with its output measured (a
+    row's width does not change with the scale; None: no such measurement)."""
+    known = [m for m in measurements if m.rows and m.output_bytes]
+    return None if not known else (lambda m: m.output_bytes / m.rows)(max(known, key=lambda m: m.rows))
+
+
+def _output_mb(m: Measurement, per_row: float | None) -> float:
+    """A measured run's output in MB: measured, else its logged rows at `per_row` (published runs whose CSV is
+    not committed), else 0."""
+    if m.output_bytes:
+        return m.output_bytes / 1e6
+    return m.rows * per_row / 1e6 if m.rows and per_row else 0.0
+
+
+def memory_slope(measurements: list[Measurement], held=lambda m: 0.0) -> float | None:
     """MB per `memory` unit: the steepest growth between the smallest and the largest memory units of one model
     shape (1.5x apart or more, the peak grown by more than MEMORY_NOISE: C-VFL's 1,967 and 1,981 MB at 100 and 200
     samples are one peak measured twice, and their ratio extrapolated to 50,000 samples asked 13.5 GB), over the
-    shapes measured; None without such a pair.  Any shape's
-    growth counts: the memory units count the data a run holds, which the model does not change."""
+    shapes measured; None without such a pair.  Any shape's growth counts: the memory units count the data a run
+    holds, which the model does not change.  `held(m)`: the MB of m's peak that its logged rows account for, taken
+    out first (a run that logs every step peaks higher at the same data)."""
     slopes = []
     for shape in {m.shape for m in measurements}:
-        rss = sorted((m.memory_units, m.peak_rss_mb) for m in measurements
+        rss = sorted((m.memory_units, m.peak_rss_mb - held(m)) for m in measurements
                      if m.shape == shape and m.peak_rss_mb and m.memory_units is not None)
         if len(rss) >= 2:
             (x0, y0), (x1, y1) = rss[0], rss[-1]
@@ -376,21 +400,36 @@ def memory_slope(measurements: list[Measurement]) -> float | None:
 
 def predict_memory(work: dict, measurements: list[Measurement], params: dict,
                    shape: str | None = None) -> tuple[float | None, bool]:
-    """(peak MB, is_floor): the largest measured peak of the run's shape (else of any), plus the measured growth
-    per `memory` unit (`memory_slope`) times the units this run holds beyond that measurement.  Never a line
-    through the origin: a process's peak is mostly its interpreter, libraries and model, which a ratio would scale
-    with the data (it asked 63 GB for a C-VFL CIFAR-10 run that peaks under 2 GB).  Without a measured growth the
-    largest measured peak stands, marked as a floor."""
+    """(peak MB, is_floor).  A peak is the interpreter, libraries and model, plus the data (`memory` units), plus
+    the logged rows (`rows`, held ROWS_IN_MEMORY times their CSV size).  From the measurements of the run's shape
+    (else of any) at the largest memory units up to the run's own: the highest peak net of its rows, plus the
+    measured growth per `memory` unit (`memory_slope`) times the units this run holds beyond it, plus this run's
+    rows.  Never a line through the origin: that would scale the interpreter with the data (it asked 63 GB for a
+    C-VFL CIFAR-10 run that peaks under 2 GB).  Without a measured growth the base peak stands, marked as a floor."""
     rss = [m for m in measurements if m.peak_rss_mb]
+    # a run rule's peak is the job's own process; a benchmarks/measure_job.py slice's includes its harness (the
+    # slices of gcca Fig. 3 peaked at 785 MB, the paper-size run at 301 MB): slices count only where nothing else does
+    rss = [m for m in rss if m.source.startswith("sidecar")] or rss
     if not rss:
         return None, False
-    base = max((m for m in rss if m.shape == shape), key=lambda m: m.peak_rss_mb, default=None) or \
-        max(rss, key=lambda m: m.peak_rss_mb)
-    slope = memory_slope(rss) if work.get("memory") and base.memory_units is not None else None
+    per_row = bytes_per_row(measurements) if work.get("rows") else None
+
+    def held(m: Measurement) -> float:
+        return ROWS_IN_MEMORY * _output_mb(m, per_row) if per_row else 0.0
+
+    mine = evaluate(work["memory"], params, work.get("defaults")) if work.get("memory") else None
+    pool = [m for m in rss if m.shape == shape] or rss
+    if mine is not None and all(m.memory_units is not None for m in pool):
+        below = [m for m in pool if m.memory_units <= mine] or [min(pool, key=lambda m: m.memory_units)]
+        nearest = max(m.memory_units for m in below)
+        pool = [m for m in below if m.memory_units == nearest]
+    base = max(pool, key=lambda m: m.peak_rss_mb - held(m))
+    rows_mb = ROWS_IN_MEMORY * per_row * evaluate(work["rows"], params, work.get("defaults")) / 1e6 if per_row else 0.0
+    peak = base.peak_rss_mb - held(base) + rows_mb
+    slope = memory_slope(rss, held) if mine is not None and base.memory_units is not None else None
     if slope is None:
-        return base.peak_rss_mb, True
-    extra = evaluate(work["memory"], params, work.get("defaults")) - base.memory_units
-    return base.peak_rss_mb + slope * max(0.0, extra), False
+        return peak, True
+    return peak + slope * max(0.0, mine - base.memory_units), False
 
 
 def predict_cpu_seconds(registry, measurements: list[Measurement], paper: str, experiment: str, params: dict,
@@ -452,7 +491,9 @@ def estimate_run(registry, measurements: list[Measurement], paper: str, experime
     if work is None:
         est.basis = f"no WORK declared by {spec['runner'].partition(':')[0]}"
         return est
-    params = registry.params(paper, experiment, configuration, scale)
+    from fedrepro.workflow.split import resolved_params
+
+    params = resolved_params(registry, paper, experiment, configuration, scale)   # as the job sees them (boards)
     est.units = units = evaluate(work["units"], params, work.get("defaults"))
     own = relevant(registry, measurements, paper, experiment, shape_of(work, params))
     if not own:
@@ -485,7 +526,10 @@ def estimate_run(registry, measurements: list[Measurement], paper: str, experime
     else:
         est.wall_hours = est.cpu_hours / max(1, est.threads)
     est.mem_mb, est.mem_is_floor = predict_memory(work, own, params, shape_of(work, params))
-    est.disk_mb, est.disk_note = _disk_mb(root, spec.get("dataset"), [m.output_bytes for m in points])
+    per_row = bytes_per_row(own) if work.get("rows") else None
+    outputs = ([per_row * evaluate(work["rows"], params, work.get("defaults"))] if per_row
+               else [m.output_bytes for m in points])
+    est.disk_mb, est.disk_note = _disk_mb(root, spec.get("dataset"), outputs)
     return est
 
 
@@ -501,8 +545,8 @@ def _dataset_bytes(root: str) -> dict:
 
 
 def _disk_mb(root, dataset: str | None, outputs: list) -> tuple[float | None, str]:
-    """Disk a run needs: its dataset's raw files (declared sizes) + its outputs (the largest measured run CSV: runs
-    log per evaluation point, not per unit of work, so the output is not scaled; a floor)."""
+    """Disk a run needs: its dataset's raw files (declared sizes) + its outputs: its logged rows at the measured bytes
+    per row where its WORK declares `rows`, else the largest measured run CSV (a floor)."""
     data = _dataset_bytes(str(root)).get(dataset, 0) if dataset else 0
     out = max([o for o in outputs if o] or [0])
     note = "≥" if (dataset and not data) or out else ""
@@ -851,8 +895,9 @@ def check_against(registry, measurements: list[Measurement], folder: str | Path)
     pool = list({(m.paper, m.experiment, m.configuration, m.scale): m for m in pool.values()}.values())
     checks = []
     for sidecar, m in measured:
-        key = (m.paper, m.experiment, m.configuration, m.scale)
-        others = [o for o in pool if (o.paper, o.experiment, o.configuration, o.scale) != key]
+        # leave the run out, with its own slices (a `paper-fraction` measurement is part of the `paper` run)
+        others = [o for o in pool if (o.paper, o.experiment, o.configuration) != (m.paper, m.experiment, m.configuration)
+                  or not o.scale.startswith(m.scale)]
         est = estimate_run(registry, others, m.paper, m.experiment, m.configuration, m.scale)
         csv_file = Path(str(sidecar)[: -len(".prov.json")])
         written = sum(p.stat().st_size for p in sidecar.parent.glob(f"{m.configuration}.*")
