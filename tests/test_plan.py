@@ -219,6 +219,25 @@ def test_memory_is_the_measured_peak_plus_measured_growth_never_a_ratio_through_
     assert (mem, floor) == (pytest.approx(2600.0), False)
 
 
+def test_logged_rows_set_the_disk_and_the_peak_and_same_size_runs_fit_by_their_mean():
+    """A run that logs every step (gcca Fig. 3 at paper scale: 90 MB of rows) needs that disk and holds its rows
+    about twice at its peak; one that logs little borrows neither from it."""
+    work = {"units": "n", "memory": "n", "rows": "rows"}
+
+    def m(rows, mb, peak):
+        return plan.Measurement("p", "e", "c", "quick", "{}", 1.0, 100, 1.0, "cpu", 1, peak, mb * 1e6, "test",
+                                rows=rows)
+
+    runs = [m(1_000, 1.0, 102.0), m(10_000, 10.0, 120.0)]       # both: 100 MB without their rows
+    assert plan.bytes_per_row(runs) == pytest.approx(1000.0)
+    peak, _ = plan.predict_memory(work, runs, {"n": 100, "rows": 100_000})
+    assert peak == pytest.approx(100 + plan.ROWS_IN_MEMORY * 100)
+    peak, _ = plan.predict_memory(work, runs, {"n": 100, "rows": 100})
+    assert peak == pytest.approx(100.2)
+    # configurations of one size count by their mean (33 and 52 s at 6e6 units: 42.5), not by the slowest
+    assert plan.fit_line([(1.0, 2.0), (3.0, 3.0), (3.0, 5.0)]) == (pytest.approx(1.0), pytest.approx(1.0))
+
+
 def test_no_paper_memory_request_is_far_above_every_measurement(repo, registry):
     """Without measured growth a job asks MEMORY_SAFETY x its largest measured peak (C-VFL CIFAR-10 asked 63 GB
     for a run measured at 1.9 GB)."""

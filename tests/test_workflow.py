@@ -119,7 +119,9 @@ def test_data_jobs_run_on_the_submitting_host_under_slurm(workdir, tmp_path):
     stub.write_text("#!/bin/sh\necho 'sbatch: this test submits nothing' >&2\nexit 1\n")
     stub.chmod(0o755)
     env = {**os.environ, "PATH": f"{stub.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # the plugin waits its first status check's delay (40 s) before it stops, even with nothing submitted: 1 s here
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/slurm",
+                           "--slurm-init-seconds-before-status-checks", "1",
                            "results/downloads/mimic3_ihm/manifest.json", "--config", "scale=smoke"],
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

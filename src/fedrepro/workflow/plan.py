@@ -402,14 +402,10 @@ def predict_memory(work: dict, measurements: list[Measurement], params: dict,
                    shape: str | None = None) -> tuple[float | None, bool]:
     """(peak MB, is_floor).  A peak is the interpreter, libraries and model, plus the data (`memory` units), plus
     the logged rows (`rows`, held ROWS_IN_MEMORY times their CSV size).  From the measurements of the run's shape
-    (else of any) at the largest memory units up to the run's own: the highest peak net of its rows, plus the
-    measured growth per `memory` unit (`memory_slope`) times the units this run holds beyond it, plus this run's
+    (else of any) at memory units up to the run's own: the highest peak net of its rows, plus the measured growth per `memory` unit (`memory_slope`) times the units this run holds beyond it, plus this run's
     rows.  Never a line through the origin: that would scale the interpreter with the data (it asked 63 GB for a
     C-VFL CIFAR-10 run that peaks under 2 GB).  Without a measured growth the base peak stands, marked as a floor."""
     rss = [m for m in measurements if m.peak_rss_mb]
-    # a run rule's peak is the job's own process; a benchmarks/measure_job.py slice's includes its harness (the
-    # slices of gcca Fig. 3 peaked at 785 MB, the paper-size run at 301 MB): slices count only where nothing else does
-    rss = [m for m in rss if m.source.startswith("sidecar")] or rss
     if not rss:
         return None, False
     per_row = bytes_per_row(measurements) if work.get("rows") else None
@@ -420,9 +416,7 @@ def predict_memory(work: dict, measurements: list[Measurement], params: dict,
     mine = evaluate(work["memory"], params, work.get("defaults")) if work.get("memory") else None
     pool = [m for m in rss if m.shape == shape] or rss
     if mine is not None and all(m.memory_units is not None for m in pool):
-        below = [m for m in pool if m.memory_units <= mine] or [min(pool, key=lambda m: m.memory_units)]
-        nearest = max(m.memory_units for m in below)
-        pool = [m for m in below if m.memory_units == nearest]
+        pool = [m for m in pool if m.memory_units <= mine] or [min(pool, key=lambda m: m.memory_units)]
     base = max(pool, key=lambda m: m.peak_rss_mb - held(m))
     rows_mb = ROWS_IN_MEMORY * per_row * evaluate(work["rows"], params, work.get("defaults")) / 1e6 if per_row else 0.0
     peak = base.peak_rss_mb - held(base) + rows_mb
@@ -529,7 +523,7 @@ def estimate_run(registry, measurements: list[Measurement], paper: str, experime
     per_row = bytes_per_row(own) if work.get("rows") else None
     outputs = ([per_row * evaluate(work["rows"], params, work.get("defaults"))] if per_row
                else [m.output_bytes for m in points])
-    est.disk_mb, est.disk_note = _disk_mb(root, spec.get("dataset"), outputs)
+    est.disk_mb, est.disk_note = _disk_mb(root, spec.get("dataset"), outputs, floor=per_row is None)
     return est
 
 
@@ -544,12 +538,12 @@ def _dataset_bytes(root: str) -> dict:
     return {n: own.get(reg[n].derived_from or n, 0) or own[n] for n in reg.names()}
 
 
-def _disk_mb(root, dataset: str | None, outputs: list) -> tuple[float | None, str]:
+def _disk_mb(root, dataset: str | None, outputs: list, floor: bool = True) -> tuple[float | None, str]:
     """Disk a run needs: its dataset's raw files (declared sizes) + its outputs: its logged rows at the measured bytes
     per row where its WORK declares `rows`, else the largest measured run CSV (a floor)."""
     data = _dataset_bytes(str(root)).get(dataset, 0) if dataset else 0
     out = max([o for o in outputs if o] or [0])
-    note = "≥" if (dataset and not data) or out else ""
+    note = "≥" if (dataset and not data) or (out and floor) else ""
     return (data + out) / 1e6, note
 
 
