@@ -60,7 +60,8 @@ ROWS_IN_MEMORY = 2.0     # a run holds its logged rows about twice at its peak (
 MIN_RUNTIME_MIN = 10     # no cluster request below this (queue start-up, imports)
 MAX_RUNTIME_H = 48.0     # default of the config key cluster.max_runtime_h: the longest job a partition grants
 CALIBRATION_FIELDS = ("paper", "experiment", "configuration", "scale", "shape", "units", "memory_units",
-                      "cpu_seconds", "clock", "threads", "peak_rss_mb", "output_bytes", "source", "machine", "date", "rows")
+                      "cpu_seconds", "clock", "threads", "peak_rss_mb", "output_bytes", "source", "machine", "date",
+                      "rows")
 
 
 # ---- expressions ------------------------------------------------------------------------------------------------
@@ -369,7 +370,10 @@ def bytes_per_row(measurements: list[Measurement]) -> float | None:
     """Output bytes per logged row, from the measurement that logged the most rows with its output measured (a
     row's width does not change with the scale; None: no such measurement)."""
     known = [m for m in measurements if m.rows and m.output_bytes]
-    return None if not known else (lambda m: m.output_bytes / m.rows)(max(known, key=lambda m: m.rows))
+    if not known:
+        return None
+    most = max(known, key=lambda m: m.rows)
+    return most.output_bytes / most.rows
 
 
 def _output_mb(m: Measurement, per_row: float | None) -> float:
@@ -402,9 +406,10 @@ def predict_memory(work: dict, measurements: list[Measurement], params: dict,
                    shape: str | None = None) -> tuple[float | None, bool]:
     """(peak MB, is_floor).  A peak is the interpreter, libraries and model, plus the data (`memory` units), plus
     the logged rows (`rows`, held ROWS_IN_MEMORY times their CSV size).  From the measurements of the run's shape
-    (else of any) at memory units up to the run's own: the highest peak net of its rows, plus the measured growth per `memory` unit (`memory_slope`) times the units this run holds beyond it, plus this run's
-    rows.  Never a line through the origin: that would scale the interpreter with the data (it asked 63 GB for a
-    C-VFL CIFAR-10 run that peaks under 2 GB).  Without a measured growth the base peak stands, marked as a floor."""
+    (else of any) at memory units up to the run's own: the highest peak net of its rows, plus the measured growth
+    per `memory` unit (`memory_slope`) times the units this run holds beyond it, plus this run's rows.  Never a
+    line through the origin: that would scale the interpreter with the data (it asked 63 GB for a C-VFL CIFAR-10
+    run that peaks under 2 GB).  Without a measured growth the base peak stands, marked as a floor."""
     rss = [m for m in measurements if m.peak_rss_mb]
     if not rss:
         return None, False
