@@ -302,7 +302,8 @@ READS = {
         ("fedrepro.decentral.schedules", "make_threshold", {"spec": "trigger."})],
     "fedrepro.cvfl.experiments:run": [("fedrepro.cvfl.experiments", f, {**_P, "run": "runs[]."})
                                       for f in ("load_vertical", "load_quadrant_images", "batch_sources",
-                                                "make_parties", "expand_grid", "run_one", "run_experiment", "run")],
+                                                "make_parties", "run_one", "run_experiment", "run")]
+                                     + [("fedrepro.cvfl.splits", "expand_grid", {**_P, "run": "runs[]."})],
     "fedrepro.cvfl.costcheck:run": [
         ("fedrepro.cvfl.costcheck", "cost_rows", {**_P, "entry": "costs[].", "setup": "setups.*."}),
         ("fedrepro.cvfl.costcheck", "time_rows", {**_P, "t": "times.", "setup": "setups.*."}),

@@ -18,11 +18,12 @@ import torch
 
 from fedrepro.cvfl.simulator import EVAL_CHUNK, CvflConfig, CvflTrainer, eval_chunk
 from fedrepro.cvfl.sources import QuadrantBatches, TensorBatches, quadrant_crop_flip
+from fedrepro.cvfl.splits import expand_grid
 from fedrepro.data.imagefolder import TRAIN, VAL, ImageTransform, QuadrantImages, loader_workers
 from fedrepro.data.loaders import ImageIndex, load_image_index, load_images, load_multiview, load_timeseries
 from fedrepro.data.multiview import feature_blocks, image_quadrants, view_groups
 from fedrepro.leaderboard.candidates import BOARD_KEYS
-from fedrepro.registry.methods import methods_of, select
+from fedrepro.registry.methods import methods_of
 
 # What `run` reads (cvfl.yaml, every training experiment), checked when the registry loads; format:
 # fedrepro/registry/params.py.  A run is one (method, b, Q, M, alg, epochs): the methods x `bits` grid, and/or `runs`.
@@ -223,23 +224,6 @@ def make_parties(dataset: str, p: dict, M: int, data: dict) -> tuple[torch.nn.Mo
     return StackedViewCNN(M, x.shape[3], x.shape[-1], P, channels=(int(p.get("channels", 8)),)), P
 
 
-def expand_grid(p: dict) -> list[dict]:
-    """The run configurations of an experiment: the methods (those of `compressors`, if given) x `bits` (a method
-    with its own `b` once, at that b), then the explicit `runs`; each names its method in `compressor`."""
-    methods = {m.name: m for m in methods_of(p)}
-    grid = [] if not p.get("bits") else select(list(methods.values()), p.get("compressors"))
-    out = [{"compressor": m.name, "b": b} for m in grid for b in ([m.get("b")] if m.get("b") else p["bits"])]
-    for r in p.get("runs") or []:
-        out.append(dict(r))
-    for r in out:
-        if r["compressor"] not in methods:
-            raise ValueError(f"run {r}: compressor {r['compressor']!r} is not a method of this experiment "
-                             f"(methods: {', '.join(methods)})")
-        for k in ("Q", "M", "alg", "epochs"):
-            r.setdefault(k, p.get(k, {"Q": 10, "M": 4, "alg": 1}.get(k)))
-    return out
-
-
 def run_one(dataset: str, data_path: str, p: dict, run: dict, seed: int, *, device: str = "cpu",
             data_cache: dict | None = None) -> tuple[list[dict], dict]:
     M = int(run["M"])
@@ -306,16 +290,6 @@ def run(ctx, data_cache: dict | None = None):
                      extra={"timing": facts["timing"],
                             "streams": "torch.manual_seed(seed) for init; numpy default_rng(seed) batch order; "
                                        "torch.Generator(seed + 7919) shared dither (A-7)"})
-
-
-def split_run(params: dict) -> list[tuple[str, list[dict]]]:
-    """How a configuration divides into jobs (fedrepro.workflow.split), coarsest first: one per run of the grid,
-    then one per seed of each, in the order `run_experiment` loops (grid, then seeds); each (run, seed) seeds its
-    own streams."""
-    runs = [{"bits": [], "runs": [run]} for run in expand_grid(params)]
-    slots = range(int(params["n_seeds"]))
-    return [("(compressor, b) run", runs),
-            ("seed x (compressor, b) run", [{**run, "seed_slot": s} for run in runs for s in slots])]
 
 
 def board(ctx):

@@ -1,7 +1,10 @@
 """Runs longer than a partition allows, as jobs that fit (docs/cluster.md, "Runs longer than the time limit").
 
-A runner may say how its work divides: beside `run(ctx)` its module defines `split_run(params)` (for a runner named
-`board`, `split_board`), returning the levels of division, coarsest first, as `[(label, [overrides, ...]), ...]`.
+A runner may say how its work divides: its package's `splits` module defines `split_run(params)` (for a runner named
+`board`, `split_board`; C-VFL: `fedrepro/cvfl/splits.py`), returning the levels of division, coarsest first, as
+`[(label, [overrides, ...]), ...]`.  The workflow imports that module when it reads the Snakefile, in every job's
+process too, so it must stay light (no torch, no data): a runner module imported there put torch's 450 MB into the
+peak of every paper-scale job.
 Each overrides mapping, merged into the configuration's parameters, makes one independent part; the parts' rows,
 concatenated in the order given, are the whole configuration's rows (the runner's loops run in that order and each
 part seeds its own random streams, so no part depends on another).
@@ -73,11 +76,16 @@ def _module_functions(path: str, mtime_ns: int) -> frozenset:
     return frozenset(node.name for node in tree.body if isinstance(node, ast.FunctionDef))
 
 
+def split_module(runner: str) -> str:
+    """Where a runner's split function lives: its package's `splits` module."""
+    return runner.partition(":")[0].rpartition(".")[0] + ".splits"
+
+
 def declares_split(root: str | Path, runner: str) -> bool:
-    """Whether the runner's module defines its split function (read without importing the module)."""
+    """Whether the runner's package declares its split function (read without importing anything)."""
     from fedrepro.registry.params import module_path
 
-    path = module_path(root, runner.partition(":")[0])
+    path = module_path(root, split_module(runner))
     return path is not None and split_function_name(runner) in _module_functions(str(path), path.stat().st_mtime_ns)
 
 
@@ -93,11 +101,11 @@ def can_split(root: str | Path, runner: str, params: dict) -> bool:
 
 
 def split_levels(root: str | Path, runner: str, params: dict) -> list[tuple[str, list[dict]]]:
-    """The levels of division of a run with these parameters: the runner's own (imports its module), else a board
-    run's, else none."""
+    """The levels of division of a run with these parameters: the runner's own (imports its `splits` module), else a
+    board run's, else none."""
     if not declares_split(root, runner):
         return board_levels(params)
-    module = importlib.import_module(runner.partition(":")[0])
+    module = importlib.import_module(split_module(runner))
     levels = getattr(module, split_function_name(runner))(params)
     for label, overrides in levels:
         if not overrides or not all(isinstance(o, dict) for o in overrides):
