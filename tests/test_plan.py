@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 from conftest import snakemake
 
 from fedrepro.registry.config import ConfigError
@@ -272,7 +273,10 @@ def test_the_plan_is_within_half_of_every_measured_paper_shape_slice(repo, regis
         a, b = plan.fit_line([(p.units, p.cpu_seconds) for p in points])
         assert same_shape and 0.5 <= (a + b * m.units) / m.cpu_seconds <= 1.5, (m.source, a + b * m.units, m)
         memory = {**work, "memory": "held"} if work.get("memory") else work
-        params = {**registry.params(paper, experiment, m.configuration, "paper"), "held": m.memory_units}
+        sets = m.source.partition(" --set ")[2].split()          # the slice's own parameters (its logged rows)
+        overrides = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in sets)}
+        params = {**plan.with_overrides(registry.params(paper, experiment, m.configuration, "paper"), overrides),
+                  "held": m.memory_units}
         mem, _ = plan.predict_memory(memory, own, params, m.shape)
         assert 0.5 <= mem / m.peak_rss_mb <= 1.5, (m.source, mem, m.peak_rss_mb)
 
@@ -308,3 +312,29 @@ def test_every_runtime_request_fits_the_time_limit_and_longer_runs_are_named(rep
     assert "runs as 9 jobs, one per compressor" in line, line
     line = next(x for x in over if x.startswith("thesis/fig3_1/as-stated:"))     # no cut fits
     assert "not split: even 5 jobs (one per method)" in line and "checkpoint and resume" in line, line
+
+
+# Where the model still misses (docs/cluster.md, "Against the published paper-scale build"): each job's cluster request
+# (SAFETY x its CPU estimate, MEMORY_SAFETY x its peak) must still cover what it measured.
+KNOWN_MISSES = {
+    "gcca/board/calibrated": "per-trial set-up, amortised over R = 150 iterations at quick, 1,000 at paper",
+    "gcca/deep_toy/as-stated": "the per-iteration evaluation on all J samples, the same in both readings",
+    "gcca/deep_toy/inner-epochs": "the per-iteration evaluation on all J samples, the same in both readings",
+    "gcca/fig8/calibrated": "per-trial set-up on the sparse views, 1 s a trial at quick, 70 s at paper",
+}
+
+
+def test_the_plan_prices_every_published_paper_run_within_30_percent(repo, registry):
+    """Each published paper-scale run, estimated from every other measurement (leave one out), against what its
+    sidecar measured: CPU seconds and peak memory within +-30 % (30 CPU s where a run is start-up), but for the
+    known misses, whose requests still cover the measurement."""
+    checks = plan.check_against(registry, plan.measurements_for(repo, registry), "published/paper")
+    assert len(checks) >= 30
+    for c in checks:
+        cpu_ok = abs(c.planned_cpu_s - c.measured_cpu_s) <= max(0.3 * c.measured_cpu_s, 30.0)
+        mem_ok = abs(c.planned_mb - c.measured_mb) <= 0.3 * c.measured_mb
+        if c.job in KNOWN_MISSES:
+            assert plan.SAFETY * c.planned_cpu_s >= c.measured_cpu_s, c
+            assert plan.MEMORY_SAFETY * c.planned_mb >= c.measured_mb, c
+        else:
+            assert cpu_ok and mem_ok, c
