@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from fedrepro.registry.methods import methods_of, select
 
+# The runners whose runs this module divides, and the function that says how (read without importing this module).
+RUNNERS = {"fedrepro.cvfl.experiments:run": "split_run"}
+
 
 def expand_grid(p: dict) -> list[dict]:
     """The run configurations of an experiment: the methods (those of `compressors`, if given) x `bits` (a method

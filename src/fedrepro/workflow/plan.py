@@ -585,7 +585,7 @@ def split_advice(registry, paper: str, experiment: str, configuration: str, scal
     """How a run planned at `hours` (the request, SAFETY included) fits jobs of at most `max_hours`: the parts its
     runner declares (fedrepro.workflow.split; the workflow runs them), else the cut that would fit, which needs
     a `split_<runner>` declaration; where no cut fits, blocks of epochs with checkpoint and resume."""
-    from fedrepro.workflow.split import can_split, choose_level, resolved_params, split_function_name, split_levels
+    from fedrepro.workflow.split import can_split, choose_level, resolved_params, split_levels, split_module
 
     runner = registry.run_spec(paper, experiment, scale)["runner"]
     resolved = resolved_params(registry, paper, experiment, configuration, scale)
@@ -605,7 +605,7 @@ def split_advice(registry, paper: str, experiment: str, configuration: str, scal
         if n > 1:
             options.setdefault(n, label)
     options = sorted(options.items())
-    undeclared = f"its runner declares no {split_function_name(runner)} (fedrepro.workflow.split)"
+    undeclared = f"no split of it in {split_module(runner)} (fedrepro.workflow.split)"
     for n, label in options:
         if hours / n <= max_hours:
             return f"not split: {undeclared}; {n} jobs, one per {label}, of {hours / n:,.0f} h each would fit"

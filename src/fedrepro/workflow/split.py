@@ -1,8 +1,8 @@
 """Runs longer than a partition allows, as jobs that fit (docs/cluster.md, "Runs longer than the time limit").
 
-A runner may say how its work divides: its package's `splits` module defines `split_run(params)` (for a runner named
-`board`, `split_board`; C-VFL: `fedrepro/cvfl/splits.py`), returning the levels of division, coarsest first, as
-`[(label, [overrides, ...]), ...]`.  The workflow imports that module when it reads the Snakefile, in every job's
+A runner may say how its work divides: its package's `splits` module defines a function of the run's parameters
+and names it in `RUNNERS = {"<module>:<runner>": "<function>"}` (C-VFL: `fedrepro/cvfl/splits.py`), returning the
+levels of division, coarsest first, as `[(label, [overrides, ...]), ...]`.  The workflow imports that module when it reads the Snakefile, in every job's
 process too, so it must stay light (no torch, no data): a runner module imported there put torch's 450 MB into the
 peak of every paper-scale job.
 Each overrides mapping, merged into the configuration's parameters, makes one independent part; the parts' rows,
@@ -66,14 +66,13 @@ def part_index(name: str) -> int:
     return int(name[1:])
 
 
-def split_function_name(runner: str) -> str:
-    return f"split_{runner.partition(':')[2]}"
-
-
 @lru_cache(maxsize=64)
-def _module_functions(path: str, mtime_ns: int) -> frozenset:
-    tree = ast.parse(Path(path).read_text(), filename=path)
-    return frozenset(node.name for node in tree.body if isinstance(node, ast.FunctionDef))
+def _declared_runners(path: str, mtime_ns: int) -> dict:
+    """A splits module's `RUNNERS` mapping, read with `ast` (nothing imported)."""
+    for node in ast.parse(Path(path).read_text(), filename=path).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["RUNNERS"]:
+            return dict(ast.literal_eval(node.value))
+    return {}
 
 
 def split_module(runner: str) -> str:
@@ -81,12 +80,17 @@ def split_module(runner: str) -> str:
     return runner.partition(":")[0].rpartition(".")[0] + ".splits"
 
 
-def declares_split(root: str | Path, runner: str) -> bool:
-    """Whether the runner's package declares its split function (read without importing anything)."""
+def split_function_name(root: str | Path, runner: str) -> str | None:
+    """The function of the runner's package `splits` module that divides its runs, or None (read without
+    importing anything)."""
     from fedrepro.registry.params import module_path
 
     path = module_path(root, split_module(runner))
-    return path is not None and split_function_name(runner) in _module_functions(str(path), path.stat().st_mtime_ns)
+    return None if path is None else _declared_runners(str(path), path.stat().st_mtime_ns).get(runner)
+
+
+def declares_split(root: str | Path, runner: str) -> bool:
+    return split_function_name(root, runner) is not None
 
 
 def board_levels(params: dict) -> list[tuple[str, list[dict]]]:
@@ -105,11 +109,11 @@ def split_levels(root: str | Path, runner: str, params: dict) -> list[tuple[str,
     board run's, else none."""
     if not declares_split(root, runner):
         return board_levels(params)
-    module = importlib.import_module(split_module(runner))
-    levels = getattr(module, split_function_name(runner))(params)
+    function = split_function_name(root, runner)
+    levels = getattr(importlib.import_module(split_module(runner)), function)(params)
     for label, overrides in levels:
         if not overrides or not all(isinstance(o, dict) for o in overrides):
-            raise ValueError(f"{runner}: {split_function_name(runner)} level {label!r} must list one overrides "
+            raise ValueError(f"{runner}: {function} level {label!r} must list one overrides "
                              f"mapping per part, got {overrides!r}")
     return levels
 
