@@ -2,9 +2,9 @@
 
 A runner may say how its work divides: its package's `splits` module defines a function of the run's parameters
 and names it in `RUNNERS = {"<module>:<runner>": "<function>"}` (C-VFL: `fedrepro/cvfl/splits.py`), returning the
-levels of division, coarsest first, as `[(label, [overrides, ...]), ...]`.  The workflow imports that module when it reads the Snakefile, in every job's
-process too, so it must stay light (no torch, no data): a runner module imported there put torch's 450 MB into the
-peak of every paper-scale job.
+levels of division, coarsest first, as `[(label, [overrides, ...]), ...]`.  The workflow imports that module when it
+reads the Snakefile, in every job's process too, so it must stay light (no torch, no data): a runner module imported
+there put torch's 450 MB into the peak of every paper-scale job.
 Each overrides mapping, merged into the configuration's parameters, makes one independent part; the parts' rows,
 concatenated in the order given, are the whole configuration's rows (the runner's loops run in that order and each
 part seeds its own random streams, so no part depends on another).
@@ -107,9 +107,9 @@ def can_split(root: str | Path, runner: str, params: dict) -> bool:
 def split_levels(root: str | Path, runner: str, params: dict) -> list[tuple[str, list[dict]]]:
     """The levels of division of a run with these parameters: the runner's own (imports its `splits` module), else a
     board run's, else none."""
-    if not declares_split(root, runner):
-        return board_levels(params)
     function = split_function_name(root, runner)
+    if function is None:
+        return board_levels(params)
     levels = getattr(importlib.import_module(split_module(runner)), function)(params)
     for label, overrides in levels:
         if not overrides or not all(isinstance(o, dict) for o in overrides):
