@@ -38,9 +38,13 @@ EHR_PARAMETERS = {
     "tsne_seed?": "int>=0",
 }
 
-# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): trials x rounds x Adam steps x batch x
-# the networks' width; an outer iteration takes T steps, or T epochs of J / batch steps (`inner_unit`, gcca:A-29).
-DEEP_TOY_WORK = {"units": "trials * R * T * (max(1, J // batch) if inner_unit == 'epochs' else 1) * batch * sum(hidden)",
+# What one run costs, for `python -m fedrepro plan` (fedrepro/workflow/plan.py): trials x rounds x the samples an
+# outer iteration passes x the networks' width.  An outer iteration takes T Adam steps of `batch` samples, or T epochs
+# of J / batch steps (`inner_unit`, gcca:A-29), then evaluates: the forward pass over the J training samples (the
+# G-step, the objective) and the J_test test samples, and a linear SVM on G, about half a training sample's cost per
+# evaluated sample (benchmarks/cost_terms.py).
+DEEP_TOY_WORK = {"units": "trials * R * (T * (max(1, J // batch) if inner_unit == 'epochs' else 1) * batch + "
+                          "(J + J_test) / 2) * sum(hidden)",
                  "memory": "J * sum(hidden)", "defaults": {"inner_unit": "'steps'"}}
 EHR_WORK = {"units": "trials * R * T * batch * sum(hidden)"}
 

@@ -56,11 +56,15 @@ BOARD_PARAMETERS = {**PARAMETERS, **BOARD_KEYS, "template": "str"}
 # iterations x inner steps x variants, or the board's compressors) times, per step, the views (Fig. 7 sums over its
 # view counts) plus the step's fixed work (aggregation, objective, compression), about two views' worth at the dense
 # views' size (quick scale: 9e-5 to 1.5e-4 CPU s a step with 3 views, 1.3e-3 with 53 on average); the sparse views
-# of Fig. 8 cost their size (J x N x K a view).  Rows: what the run logs, the objective at every step or at the
+# of Fig. 8 cost their size (J x N x K a view).  Plus, for dense views, each (trial, I) set-up (the views, v* and the
+# MVLSA start; the board repeats it per compressor): about 1,500 units (benchmarks/cost_terms.py: 23 ms against
+# 15 us a unit at the paper's sizes).  Rows: what the run logs, the objective at every step or at the
 # `record_steps` grid, time and bits at the grid.
 WORK = {"units": "trials * R * T * (len(board_compressors) if board_compressors else len(variants)) * "
                  "(J * N * K * sum(I_values if I_values else [I]) if sparse else "
-                 "sum(I_values if I_values else [I]) + 2 * len(I_values if I_values else [I]))",
+                 "sum(I_values if I_values else [I]) + 2 * len(I_values if I_values else [I])) + "
+                 "(0 if sparse else 1500 * trials * len(I_values if I_values else [I]) * "
+                 "(len(board_compressors) if board_compressors else 1))",
         "memory": "J * N * max(I_values if I_values else [I])",
         "rows": "trials * len(I_values if I_values else [I]) * "
                 "(len(board_compressors) if board_compressors else len(variants)) * "
