@@ -68,9 +68,10 @@ def gcca_setup(repeat: int) -> tuple[float, float, float]:
 def deep_toy_evaluation(repeat: int) -> tuple[float, float, float]:
     """(evaluation CPU s per outer iteration, CPU s per training sample, evaluation in training samples per
     evaluated sample) at the deep toy's paper sizes (gcca.yaml deep_toy as-stated)."""
-    from fedrepro.gcca.deep_experiments import _cfg, linear_svm_accuracy, toy_views
-    from fedrepro.gcca.deep import run_deep, test_representation
     import torch
+
+    from fedrepro.gcca.deep import run_deep, test_representation
+    from fedrepro.gcca.deep_experiments import _cfg, linear_svm_accuracy, toy_views
 
     p = {"J": 10000, "J_test": 1000, "K": 2, "hidden": [128, 64], "T": 10, "batch": 1000, "lr": 0.001, "q": 3,
          "R": 3, "loss_form": "sq", "inner_unit": "steps", "dtype": "float32"}
