@@ -4,7 +4,6 @@ Snakemake is marked `slow` here, so `pytest -m "not slow"` is the fast inner loo
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import shutil
 import subprocess
@@ -66,16 +65,6 @@ def smoke_run(tmp_path_factory) -> Path:
     wd = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
     snakemake("--cores", "2", "all", "--config", "scale=smoke", cwd=wd)
     return wd
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: a worker per core, plus one for the test cluster's group where its tests are selected: that worker
-    mostly waits on SLURM (a job's start, status checks 2 s apart) while a core it could leave to the others stays
-    idle.  PYTEST_XDIST_AUTO_NUM_WORKERS, where set, decides (pytest-xdist's own rule)."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or "not slow" in (config.option.markexpr or ""):
-        return None
-    return len(os.sched_getaffinity(0)) + 1
 
 
 # A test runs Snakemake when it uses the smoke build, submits to the test cluster (tests/cluster), or calls Snakemake

@@ -205,33 +205,36 @@ def _edit(path):
     path.write_text(path.read_text() + "\n# edited by a test\n")
 
 
+@contextlib.contextmanager
+def _edited(path):
+    """`path` edited inside the block, its content restored after (the build is current again: Snakemake compares
+    the code's content hashes)."""
+    original = path.read_text()
+    _edit(path)
+    try:
+        yield
+    finally:
+        path.write_text(original)
+
+
 def test_rerun_is_a_no_op_and_editing_code_reruns_only_its_dependents(smoke_run):
     assert _planned_rules(smoke_run, "all") == {}
-    # the verdicts are judged by the render jobs (the claims CSV and each notebook's "Paper vs ours")
-    evaluate = smoke_run / "src/fedrepro/scorecard/evaluate.py"
-    original = evaluate.read_text()
-    _edit(evaluate)
-    try:
-        # the leaderboard's render runs the same render script, whose import closure holds the scorecard
+    src = smoke_run / "src/fedrepro"
+    # the verdicts are judged by the render jobs (the claims CSV and each notebook's "Paper vs ours"); the
+    # leaderboard's render runs the same render script, whose import closure holds the scorecard
+    with _edited(src / "scorecard/evaluate.py"):
         assert set(_planned_rules(smoke_run, "all")) == {"render_figure", "render_table", "render_leaderboard",
                                                          "scorecard", "all"}
-    finally:
-        evaluate.write_text(original)
-    _edit(smoke_run / "src/fedrepro/scorecard/pages.py")      # the pages: only the scorecard side
-    assert set(_planned_rules(smoke_run, "all")) == {"scorecard", "all"}
-    _edit(smoke_run / "src/fedrepro/transfer/representation.py")
-    assert set(_planned_rules(smoke_run, "all")) == {"run", "render_table", "scorecard", "all"}
-    assert _planned_rules(smoke_run, "all")["run"] == 2  # table5_1's two configurations, nothing else
-    snakemake("--cores", "2", "all", "--config", "scale=smoke", cwd=smoke_run)  # leave it built for later tests
+    with _edited(src / "scorecard/pages.py"):      # the pages: only the scorecard side
+        assert set(_planned_rules(smoke_run, "all")) == {"scorecard", "all"}
+    with _edited(src / "transfer/representation.py"):
+        planned = _planned_rules(smoke_run, "all")
+        assert set(planned) == {"run", "render_table", "scorecard", "all"}
+        assert planned["run"] == 2  # table5_1's two configurations, nothing else
     # a loader-side module (not used to prepare data) must not re-prepare every dataset and so rerun everything
-    loader = smoke_run / "src/fedrepro/data/imagefolder.py"
-    original = loader.read_text()
-    _edit(loader)
-    try:
+    with _edited(src / "data/imagefolder.py"):
         planned = _planned_rules(smoke_run, "all")
         assert "data_prepare" not in planned and "run" in planned, planned
-    finally:
-        loader.write_text(original)
     assert _planned_rules(smoke_run, "all") == {}
 
 
