@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
-import platform
 import subprocess
 import time
 from datetime import date
@@ -29,10 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from fedrepro.runtime import limit_threads
+from fedrepro.workflow.plan import machine_name
 
 
 def _cpu(fn, repeat: int) -> float:
-    """The median process CPU seconds of `repeat` calls of fn()."""
+    """The median process CPU seconds of `repeat` calls of fn(), after one untimed call (first-use costs: imports,
+    library initialisation)."""
+    fn()
     times = []
     for _ in range(repeat):
         start = time.process_time()
@@ -92,17 +93,6 @@ def deep_toy_evaluation(repeat: int) -> tuple[float, float, float]:
     return evaluation_only, per_sample, evaluation_only / per_sample / (p["J"] + p["J_test"])
 
 
-def _cpu_model() -> str:
-    """The CPU's vendor and family (e.g. "AMD EPYC"), without the model number or the host."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return " ".join(line.split(":", 1)[1].split()[:2])
-    except OSError:
-        pass
-    return platform.machine()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
@@ -118,7 +108,7 @@ def main() -> None:
     if args.append:
         out = Path(__file__).resolve().parent / "results" / "speedups.csv"
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-        machine = f"{os.cpu_count()}-core {_cpu_model()}"
+        machine = machine_name()
         with out.open("a", newline="") as f:
             w = csv.writer(f)
             w.writerow(["cost_terms.py gcca set-up", commit, date.today().isoformat(), machine, "idle",
