@@ -118,23 +118,27 @@ def evaluate(text: str, params: dict, defaults: dict | None = None) -> float:
 # ---- declarations -----------------------------------------------------------------------------------------------
 
 @lru_cache(maxsize=64)
-def _module_work(path: str, mtime_ns: int) -> dict:
+def _declared(path: str, mtime_ns: int, name: str) -> dict:
     out = {}
     for node in ast.parse(Path(path).read_text(), filename=path).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
-            if name == WORK_NAME or name.endswith("_" + WORK_NAME):
-                out[name] = ast.literal_eval(node.value)
+            target = node.targets[0].id
+            if target == name or target.endswith("_" + name):
+                out[target] = ast.literal_eval(node.value)
     return out
+
+
+def declared(root: str | Path, module: str, name: str) -> dict:
+    """A module's top-level literals called `name` or `<PREFIX>_<name>` (`WORK`, `BOARD_WORK`; a splits module's
+    `RUNNERS`), read with `ast`: nothing imported, cached per file version; {} where the module does not exist."""
+    path = module_path(root, module)
+    return {} if path is None else _declared(str(path), path.stat().st_mtime_ns, name)
 
 
 def work_spec(root: str | Path, runner: str) -> dict | None:
     """A runner's `WORK` declaration (`<FUNCTION>_WORK` first), or None where it declares none."""
     module, _, function = runner.partition(":")
-    path = module_path(root, module)
-    if path is None:
-        return None
-    specs = _module_work(str(path), path.stat().st_mtime_ns)
+    specs = declared(root, module, WORK_NAME)
     return specs.get(f"{function.upper()}_{WORK_NAME}", specs.get(WORK_NAME))
 
 

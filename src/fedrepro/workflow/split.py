@@ -20,11 +20,9 @@ is killed or a job times out: the next build runs only the parts that are missin
 
 from __future__ import annotations
 
-import ast
 import importlib
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 PARTS_SUFFIX = ".parts"   # results/<scale>/<paper>/runs/<experiment>/<configuration>.parts/p000.csv
@@ -66,15 +64,6 @@ def part_index(name: str) -> int:
     return int(name[1:])
 
 
-@lru_cache(maxsize=64)
-def _declared_runners(path: str, mtime_ns: int) -> dict:
-    """A splits module's `RUNNERS` mapping, read with `ast` (nothing imported)."""
-    for node in ast.parse(Path(path).read_text(), filename=path).body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["RUNNERS"]:
-            return dict(ast.literal_eval(node.value))
-    return {}
-
-
 def split_module(runner: str) -> str:
     """Where a runner's split function lives: its package's `splits` module."""
     return runner.partition(":")[0].rpartition(".")[0] + ".splits"
@@ -83,10 +72,9 @@ def split_module(runner: str) -> str:
 def split_function_name(root: str | Path, runner: str) -> str | None:
     """The function of the runner's package `splits` module that divides its runs, or None (read without
     importing anything)."""
-    from fedrepro.registry.params import module_path
+    from fedrepro.workflow.plan import declared
 
-    path = module_path(root, split_module(runner))
-    return None if path is None else _declared_runners(str(path), path.stat().st_mtime_ns).get(runner)
+    return declared(root, split_module(runner), "RUNNERS").get("RUNNERS", {}).get(runner)
 
 
 def declares_split(root: str | Path, runner: str) -> bool:
