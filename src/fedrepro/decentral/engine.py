@@ -16,6 +16,7 @@ sync round (broadcast, A-26); a non-firing node sends 0 bits (A-25), plus `flag_
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -242,6 +243,39 @@ class DecentralEngine:
         self.airtime_bits += mx
         self.sync_log.append((t, int(fire.sum()), mx))
         return {"sync": True, "fire": fire, "c_t": c_t, "sq_drift": drift, "step_bits": step_bits}
+
+    # ---- checkpoint -------------------------------------------------------------------------
+    _COUNTERS = ("t", "eta_prev", "first_sync", "bits", "n_sync", "n_fired", "rounds", "airtime_bits", "sync_log")
+
+    def state_dict(self) -> dict:
+        """Everything a later step reads: the iterates, momenta, public copies and memory-efficient sums, the
+        trigger reference, the compressor's random stream, the ledger and the counters (copies, so the engine may
+        go on).  An engine built from the same configuration and `load_state_dict` of it continues exactly where
+        this one stopped (a run resumed from a checkpoint, docs/cluster.md)."""
+        def clone(x):
+            return None if x is None else x.clone()
+
+        return {"X": self.X.clone(), "V": self.V.clone(), "copies": [clone(c.value) for c in self.copies],
+                "S": [clone(s) for s in self.S], "reference": clone(self.reference.last),
+                "generator": None if self.generator is None else self.generator.get_state(),
+                "ledger": copy.deepcopy(self.ledger), **{k: copy.deepcopy(getattr(self, k)) for k in self._COUNTERS}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from `state_dict()` of an engine of the same configuration (the buffers keep their identity)."""
+        if tuple(state["X"].shape) != (self.n, self.d) or len(state["copies"]) != len(self.copies):
+            raise ValueError(f"checkpoint of a {tuple(state['X'].shape)} model with {len(state['copies'])} segments; "
+                             f"this engine is {(self.n, self.d)} with {len(self.copies)}")
+        self.X.copy_(state["X"])
+        self.V.copy_(state["V"])
+        for c, value in zip(self.copies, state["copies"]):
+            c.value = None if value is None else value.clone()
+        self.S = [None if s is None else s.clone() for s in state["S"]]
+        self.reference.last = None if state["reference"] is None else state["reference"].clone()
+        if self.generator is not None:
+            self.generator.set_state(state["generator"])
+        self.ledger = copy.deepcopy(state["ledger"])
+        for k in self._COUNTERS:
+            setattr(self, k, copy.deepcopy(state[k]))
 
     # ---- diagnostics ------------------------------------------------------------------------
     def trigger_rate(self) -> float:
