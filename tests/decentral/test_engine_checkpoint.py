@@ -44,13 +44,13 @@ def test_a_resumed_engine_continues_exactly_where_it_stopped(name):
     for _ in range(stop):
         first.step(task.grad)
     buffer = io.BytesIO()
-    torch.save({"engine": first.state_dict(), "sampler": task.sampler.gen.get_state()}, buffer)
+    torch.save({"engine": first.state_dict(), "task": task.state_dict()}, buffer)
     del first
 
     buffer.seek(0)
     saved = torch.load(buffer, weights_only=False)
     resumed_task = MnistTask(SPLIT, 6, "sorted", 5, 0, train_eval=100)
-    resumed_task.sampler.gen.set_state(saved["sampler"])
+    resumed_task.load_state_dict(saved["task"])
     resumed = _engine(spec, resumed_task)
     resumed.load_state_dict(saved["engine"])
     for _ in range(T - stop):

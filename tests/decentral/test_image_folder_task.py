@@ -75,3 +75,36 @@ def test_same_seed_same_run(tmp_path):
             eng.step(task.grad)
         outs.append(eng.mean_model())
     assert torch.equal(outs[0], outs[1])
+
+
+def _run(task, eng, steps):
+    for _ in range(steps):
+        eng.step(task.grad)
+
+
+def test_a_run_resumed_from_a_checkpoint_equals_the_straight_run(tmp_path):
+    """Thesis Fig. 3.1's resume: engine and task saved after 5 of 11 steps (the batches of a shard's epoch wrap at
+    step 4), loaded into a fresh task and engine, and run on: the same iterates, copies and BatchNorm statistics as
+    the straight run, with the consumed batches drawn again but not decoded."""
+    index = colour_folder(tmp_path)
+    method = methods(PARAMS)[0]
+    straight = make_task(index)
+    straight_engine = build_engine(PARAMS, method, straight, seed=0)
+    _run(straight, straight_engine, 11)
+
+    first = make_task(index)
+    first_engine = build_engine(PARAMS, method, first, seed=0)
+    _run(first, first_engine, 5)
+    torch.save({"engine": first_engine.state_dict(), "task": first.state_dict()}, tmp_path / "checkpoint.pt")
+
+    saved = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
+    resumed = make_task(index)
+    resumed.load_state_dict(saved["task"])
+    resumed_engine = build_engine(PARAMS, method, resumed, seed=0)
+    resumed_engine.load_state_dict(saved["engine"])
+    _run(resumed, resumed_engine, 6)
+
+    assert torch.equal(straight_engine.X, resumed_engine.X) and torch.equal(straight_engine.V, resumed_engine.V)
+    assert straight.consumed == resumed.consumed == 11
+    for name, value in straight.model.buffers.items():
+        assert torch.equal(value, resumed.model.buffers[name]), name

@@ -165,6 +165,13 @@ class MnistTask:
     def x0(self) -> torch.Tensor:
         return torch.zeros(self.n, self.d, dtype=self.dtype)
 
+    def state_dict(self) -> dict:
+        """What the next minibatches depend on (a checkpoint's task part): the sampler's stream."""
+        return {"sampler": self.sampler.gen.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.sampler.gen.set_state(state["sampler"])
+
     def grad(self, X: torch.Tensor, t: int) -> torch.Tensor:
         """The minibatch gradient, written into a buffer of the task: valid until the next call."""
         idx = self.sampler()
@@ -241,6 +248,14 @@ class TorchTask:
     def x0(self) -> torch.Tensor:
         return self.model.x0()
 
+    def state_dict(self) -> dict:
+        """The stream of minibatch indices and augmentation draws, and each node's BatchNorm statistics (A-07)."""
+        return {"generator": self.gen.get_state(), "buffers": {k: v.clone() for k, v in self.model.buffers.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.gen.set_state(state["generator"])
+        self.model.buffers = {k: v.clone() for k, v in state["buffers"].items()}
+
     def _augment(self, xb: torch.Tensor) -> torch.Tensor:
         """Random horizontal flip and a random shift of up to 4 pixels (A-42), one draw per image."""
         n, b = xb.shape[:2]
@@ -286,8 +301,9 @@ class ImageFolderTask:
         m = min(len(p) for p in parts)
         self.shards = np.stack([p[:m] for p in parts])
         pin = self.device.type == "cuda"
-        self.batches = node_batches(train, self.shards, batch, int(rng_stream(seed, "decentral", "minibatch")
-                                                                       .integers(2**62)), workers, pin)
+        self._stream = int(rng_stream(seed, "decentral", "minibatch").integers(2**62))
+        self._batches_of = lambda skip: node_batches(train, self.shards, batch, self._stream, workers, pin, skip)
+        self.batches, self.consumed = self._batches_of(0), 0
         k = len(train) if not train_eval else min(int(train_eval), len(train))
         self.train_subset = np.sort(rng_stream(seed, "decentral", "train_eval").choice(len(train), size=k, replace=False))
         self.test_subset = None if not test_eval else np.arange(min(int(test_eval), len(self.test)))
@@ -300,7 +316,17 @@ class ImageFolderTask:
 
     def grad(self, X: torch.Tensor, t: int) -> torch.Tensor:
         xb, yb = next(self.batches)
+        self.consumed += 1
         return self.model.grad(X, xb.to(self.device, non_blocking=True), yb.to(self.device, non_blocking=True))
+
+    def state_dict(self) -> dict:
+        """The node batches consumed (their permutations and augmentation seeds are drawn again on resume, no image
+        decoded) and each node's BatchNorm statistics (A-07)."""
+        return {"consumed": self.consumed, "buffers": {k: v.clone() for k, v in self.model.buffers.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.batches, self.consumed = self._batches_of(int(state["consumed"])), int(state["consumed"])
+        self.model.buffers = {k: v.clone() for k, v in state["buffers"].items()}
 
     @torch.no_grad()
     def _score(self, w: torch.Tensor, files, subset) -> tuple[float, float]:
