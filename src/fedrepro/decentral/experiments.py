@@ -16,9 +16,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from fedrepro.checkpoint import Progress
 from fedrepro.comm.conventions import CH3_CONVENTIONS, thesis_bits_per_step
 from fedrepro.decentral.engine import ALGORITHMS, DecentralEngine, algorithm_config
 from fedrepro.decentral.schedules import make_lr, make_threshold
+from fedrepro.decentral.splits import loops, total_steps, tune_steps
 from fedrepro.decentral.topology import make_topology
 from fedrepro.leaderboard.candidates import BOARD_KEYS
 from fedrepro.registry.methods import Method, methods_of
@@ -373,30 +375,50 @@ def build_engine(params: dict, method: Method, task, seed: int, gamma: float | N
                            generator=_torch_gen(seed, "decentral", method.name, "compressor", device=x0.device))
 
 
-def tune_gamma(params: dict, method: Method, make_task, seed: int, log=print) -> tuple[float, dict]:
+def tune_gamma(params: dict, method: Method, make_task, seed: int, log=print,
+               progress: Progress | None = None) -> tuple[float, dict]:
     """A-10: the γ of the grid with the lowest training loss of the averaged model after `tune_frac` of the run."""
+    progress = progress or Progress()
     grid = [float(g) for g in params["gamma_grid"]]
-    T = max(1, int(round(float(params.get("tune_frac", 0.1)) * int(params["T"]))))
+    T = tune_steps(params)
     losses = {}
     for g in grid:
-        task = make_task()
-        eng = build_engine(params, method, task, seed, gamma=g)
-        for _ in range(T):
-            eng.step(task.grad)
-        loss = task.evaluate(eng.mean_model())["train_loss"]
+        name = f"tune/{method.name}/gamma={g:g}"
+        loss = progress.cached(name)
+        if loss is None:
+            task = make_task()
+            eng = build_engine(params, method, task, seed, gamma=g)
+            state = progress.begin(name, T)
+            if state is not None:
+                eng.load_state_dict(state["engine"])
+                task.load_state_dict(state["task"])
+            for t in range(0 if state is None else state["t"], T):
+                eng.step(task.grad)
+                progress.step(lambda: {"t": t + 1, "engine": eng.state_dict(), "task": task.state_dict()})
+            loss = task.evaluate(eng.mean_model())["train_loss"]
+            progress.done(name, loss)
         losses[g] = loss if np.isfinite(loss) else float("inf")
         log(f"  gamma tuning {method.name}: gamma={g:g} train loss {loss:.4g} after {T} it")
     best = min(losses, key=losses.get)
     return best, losses
 
 
-def run_method(params: dict, method: Method, task, seed: int, gamma: float, log=print) -> tuple[pd.DataFrame, dict]:
+def run_method(params: dict, method: Method, task, seed: int, gamma: float, log=print,
+               progress: Progress | None = None, name: str = "run") -> tuple[pd.DataFrame, dict]:
+    """One method's run for one seed at step size γ: its evaluated steps as a frame, and its facts.  `progress`
+    (fedrepro.checkpoint): the run's position, saved and restored under the loop's `name` when it runs in blocks."""
+    progress = progress or Progress()
     T = int(params["T"])
     every = int(params.get("eval_every", 20))
     eng = build_engine(params, method, task, seed, gamma=gamma)
     recs = []
     t0 = time.perf_counter()
     compute = 0.0
+    state = progress.begin(name, T)
+    if state is not None:            # resumed mid-run: the engine, the task's streams, the rows so far, the clocks
+        eng.load_state_dict(state["engine"])
+        task.load_state_dict(state["task"])
+        recs, compute, t0 = state["recs"], state["compute"], t0 - state["elapsed"]
 
     def snapshot(step):
         ev = task.evaluate(eng.mean_model())
@@ -406,9 +428,10 @@ def run_method(params: dict, method: Method, task, seed: int, gamma: float, log=
                      "mean_sq_norm": float((eng.mean_model() ** 2).sum()),
                      "epoch": step / int(params.get("iters_per_epoch", 1))})
 
-    snapshot(0)
+    if state is None:
+        snapshot(0)
     timer = compute_clock(str(task.x0().device))   # CPU time on a CPU (load-independent), wall time on a GPU
-    for t in range(T):
+    for t in range(0 if state is None else state["t"], T):
         s = timer()
         eng.step(task.grad)
         compute += timer() - s
@@ -417,6 +440,8 @@ def run_method(params: dict, method: Method, task, seed: int, gamma: float, log=
             if not np.isfinite(recs[-1]["train_loss"]):
                 log(f"  {method.name}: diverged at t={t + 1}")
                 break
+        progress.step(lambda: {"t": t + 1, "engine": eng.state_dict(), "task": task.state_dict(), "recs": recs,
+                               "compute": compute, "elapsed": time.perf_counter() - t0})
     wall = time.perf_counter() - t0
     frame = pd.DataFrame(recs)
     # re-price the ledger under the other conventions (docs/thesis_ch3.md)
@@ -450,7 +475,7 @@ def to_long(frame: pd.DataFrame, method: str, seed: int) -> pd.DataFrame:
     return long
 
 
-def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, dict]:
+def run_experiment(params: dict, make_task, log=print, progress: Progress | None = None) -> tuple[pd.DataFrame, dict]:
     """Every method x seed of one configuration.  make_task(seed) -> a fresh task (data, sampler).
 
     Variants of the event-triggered method (SQuARM), each in a column of its own:
@@ -461,51 +486,51 @@ def run_experiment(params: dict, make_task, log=print) -> tuple[pd.DataFrame, di
     `gamma_grid_runs: true` (the whole-run γ tuning of ch3:A-10): every method but vanilla runs the whole horizon at
     every γ of `gamma_grid` (the rows' `gamma` column tells them apart; the choice is made when the runs are read,
     `fedrepro.decentral.tuning`).  Otherwise γ is tuned (if `tune_gamma`, the A-10 rule) once per method, at the
-    configuration's own threshold, and used for every variant."""
+    configuration's own threshold, and used for every variant.
+
+    `progress` (fedrepro.checkpoint): a run longer than a job's time limit goes on from the checkpoint of the job
+    before; each loop of steps (a γ-tuning trial, one run) is named by what it runs."""
+    progress = progress or Progress()
+    progress.start(total_steps(params))
     seeds = [int(params["seed"]) + i for i in range(int(params.get("seeds", 1)))]
     frames, facts = [], {"runs": [], "gamma_tuning": {}}
     squarm = [m for m in methods(params) if m.algorithm == "squarm"]
     if params.get("trigger_calibrate") and squarm:
-        cal = calibrate_trigger(params, squarm[0], make_task, seeds[0], log)
+        cal = progress.cached("calibrate")        # a loop of no counted steps: redone whole if interrupted
+        if cal is None:
+            progress.begin("calibrate", 0)
+            cal = calibrate_trigger(params, squarm[0], make_task, seeds[0], log)
+            progress.done("calibrate", cal)
         params = dict(params, trigger_scale=cal["scale"])
         facts["trigger_calibration"] = cal
-    sweep = params.get("trigger_scales")
-    references = params.get("trigger_references")
-    base_scale = float(params.get("trigger_scale", 1.0))
-    for method in methods(params):
-        gamma = 1.0 if method.algorithm == "dsgd" else float(method.get("gamma", 1.0))
-        tuned = method.algorithm != "dsgd"          # DSGD's gamma is 1 (A-13)
-        if params.get("gamma_grid_runs") and tuned:
-            gammas = [float(g) for g in params["gamma_grid"]]
-        else:
-            if params.get("tune_gamma") and tuned:
-                gamma, losses = tune_gamma(params, method, lambda: make_task(seeds[0]), seeds[0], log)
-                facts["gamma_tuning"][method.name] = {"chosen": gamma,
-                                                      "losses": {str(k): v for k, v in losses.items()}}
+    for method, gammas, variants in loops(params):
+        if gammas is None:
+            gamma, losses = tune_gamma(params, method, lambda: make_task(seeds[0]), seeds[0], log, progress)
+            facts["gamma_tuning"][method.name] = {"chosen": gamma, "losses": {str(k): v for k, v in losses.items()}}
             gammas = [gamma]
-        triggered = method.algorithm == "squarm"
-        scales = [float(s) for s in sweep] if sweep is not None and triggered else [None]
-        refs = [str(r) for r in references] if references is not None and triggered else [None]
-        for ref in refs:
-            for scale in scales:
-                p = params if scale is None else dict(params, trigger_scale=base_scale * scale)
-                p = p if ref is None else dict(p, trigger_reference=ref)
-                if scale is not None or ref is not None:
-                    log(f"  {method.name}: " + ", ".join(
-                        ([f"threshold scale {scale:g} (c_t x {base_scale * scale:g})"] if scale is not None else [])
-                        + ([f"trigger reference {ref}"] if ref is not None else [])))
-                for g in gammas:
-                    for seed in seeds:
-                        frame, f = run_method(p, method, make_task(seed), seed, g, log)
-                        long = to_long(frame, method.name, seed)
-                        if scale is not None:
-                            long.insert(2, "trigger_scale", scale)
-                            f = {**f, "trigger_scale": scale}
-                        if ref is not None:
-                            long.insert(2, "trigger_reference", ref)
-                            f = {**f, "trigger_reference": ref}
-                        frames.append(long)
-                        facts["runs"].append({**f, "seed": seed})
+        for ref, scale, p in variants:
+            if scale is not None or ref is not None:
+                log(f"  {method.name}: " + ", ".join(
+                    ([f"threshold scale {scale:g} (c_t x {p['trigger_scale']:g})"] if scale is not None else [])
+                    + ([f"trigger reference {ref}"] if ref is not None else [])))
+            for g in gammas:
+                for seed in seeds:
+                    name = f"run/{method.name}/seed={seed}/gamma={g:g}/scale={scale}/reference={ref}"
+                    done = progress.cached(name)
+                    frame, f = done if done is not None else \
+                        run_method(p, method, make_task(seed), seed, g, log, progress, name)
+                    if done is None:
+                        progress.done(name, (frame, f))
+                    long = to_long(frame, method.name, seed)
+                    if scale is not None:
+                        long.insert(2, "trigger_scale", scale)
+                        f = {**f, "trigger_scale": scale}
+                    if ref is not None:
+                        long.insert(2, "trigger_reference", ref)
+                        f = {**f, "trigger_reference": ref}
+                    frames.append(long)
+                    facts["runs"].append({**f, "seed": seed})
+    progress.finish()
     return pd.concat(frames, ignore_index=True), facts
 
 
@@ -596,7 +621,8 @@ def calibrate_trigger(params: dict, method: Method, make_task, seed: int, log=pr
 
 
 def run(ctx):
-    """Runner of Figs. 3.1 / 3.2 / 3.4 (every method) and fig3_4_trigger (SQuARM at every threshold scale)."""
+    """Runner of Figs. 3.1 / 3.2 / 3.4 (every method) and fig3_4_trigger (SQuARM at every threshold scale).  It can
+    run in chained blocks (`ctx.blocks`; fedrepro.decentral.splits.BLOCKS)."""
     torch.set_num_threads(max(1, int(ctx.threads)))
     return _run_on(ctx, _task_factory(ctx))
 
@@ -615,7 +641,7 @@ def _run_on(ctx, factory):
 
     make_task, status, info = factory
     params = prepare_params(ctx.params, info)
-    rows, facts = run_experiment(params, make_task, log=ctx.log.info)
+    rows, facts = run_experiment(params, make_task, log=ctx.log.info, progress=ctx.blocks)
     ctx.log.info("%s/%s: %d iterations x %d runs", ctx.experiment, ctx.configuration, int(params["T"]),
                  len(facts["runs"]))
     return RunResult(rows, seeds=[ctx.seed + i for i in range(int(params.get("seeds", 1)))],
