@@ -4,6 +4,7 @@ a run split into parts, killed mid-way and resumed, writes the CSV the straight 
 from __future__ import annotations
 
 import io
+import math
 import os
 import signal
 import subprocess
@@ -35,8 +36,12 @@ def test_the_paper_runs_over_the_limit_are_split_into_parts_that_fit(repo):
     assert {s.experiment for s in splits.values()} >= {"mimic", "cifar10", "mimic_q", "imagenet100", "board_mimic",
                                                        "board_ch3"}
     for split in splits.values():
-        assert split.fits and split.hours / len(split.overrides) <= 48, split
+        assert split.fits and split.hours / len(split.overrides) / split.blocks <= 48, split
         assert split.runtime_min(48.0) <= 48 * 60
+    # Fig. 3.1: one job per method is still 341 h; each method runs in chained blocks of its epochs
+    fig3_1 = splits["paper/thesis/runs/fig3_1/as-stated"]
+    assert (fig3_1.label, len(fig3_1.overrides)) == ("method", 5) and fig3_1.blocks == math.ceil(fig3_1.hours / 5 / 48)
+    assert {s.blocks for s in splits.values() if s is not fig3_1} == {1}
     assert not plan_splits(registry, "quick", 48.0), "nothing at quick scale needs a split"
 
 
@@ -93,6 +98,44 @@ def test_a_split_run_killed_and_resumed_equals_the_straight_run(workdir, tmp_pat
                            text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(workdir / "src")})
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert "p003.csv" in audit.stdout
+
+
+BLOCKED = "results/smoke/thesis/runs/fig3_1/as-stated.csv"
+BLOCKS = "results/smoke/thesis/runs/fig3_1/as-stated.parts"
+
+
+def test_a_run_in_chained_blocks_killed_mid_block_and_resumed_equals_the_straight_run(workdir, tmp_path):
+    """Fig. 3.1 runs per method, each method in blocks of its epochs (fedrepro.checkpoint) handing on a checkpoint;
+    a block killed mid-way goes on from the checkpoint it saved within the block."""
+    snakemake("--cores", "2", BLOCKED, "--config", "scale=smoke", cwd=workdir)
+    straight = pd.read_csv(workdir / BLOCKED)
+    for f in (BLOCKED, BLOCKED + ".prov.json"):
+        (workdir / f).unlink()
+
+    every_step = "cluster={max_runtime_h: 0.00001, checkpoint_minutes: 0}"    # a checkpoint within a block each step
+    args = [BLOCKED, "--config", "scale=smoke", every_step]
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", *args], cwd=workdir,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 600
+    while not list((workdir / BLOCKS).glob("p*.blocks/*.partial")) and proc.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = list((workdir / BLOCKS).glob("p*.blocks/*.partial"))
+    assert len(partial) == 1, "killed too late: no block was mid-way"
+
+    snakemake("--unlock", *args, cwd=workdir)
+    out = snakemake("--cores", "2", *args, "--rerun-incomplete", cwd=workdir)
+    assert {"run_block", "run_last_block", "run_merge"} <= set(out.stdout.split() + out.stderr.split())
+    log = workdir / str(partial[0].parent.relative_to(workdir)).replace("/runs/", "/logs/runs/")
+    said = "\n".join(p.read_text() for p in log.glob("*.log"))
+    assert f"from {partial[0].relative_to(workdir)}" in said, "the killed block started over"
+    assert not list((workdir / BLOCKS).glob("p*.blocks/*.partial")), "a finished block leaves no partial checkpoint"
+    resumed = pd.read_csv(workdir / BLOCKED)
+    assert _masked(resumed, tmp_path / "r.csv") == _masked(straight, tmp_path / "s.csv")
+    record = pd.read_json(io.StringIO((workdir / (BLOCKED + ".prov.json")).read_text()), typ="series")
+    assert record["extra"]["split"] == {"label": "method", "parts": 5}
 
 
 @pytest.mark.slow

@@ -31,7 +31,6 @@ class RunContext:
     device_preference: str = "auto"
     log: logging.Logger = field(default_factory=lambda: logging.getLogger("fedrepro"))
     progress: Callable = field(default=lambda iterable, **kw: iterable)
-    blocks: Any = None                    # fedrepro.checkpoint.Progress of a run in chained blocks (else None)
 
     @property
     def seed(self) -> int:

@@ -309,6 +309,37 @@ def part_runtime(wc):
     return split_of(wc).runtime_min(MAX_RUNTIME_H)
 
 
+# Runs in chained blocks (fedrepro.checkpoint): block k of a part reads the checkpoint of block k - 1, and the last
+# block (rule run_last_block) the one before it.
+def block_index(wc):
+    from fedrepro.workflow.split import part_index
+
+    return part_index(wc.block) if "block" in wc.keys() else split_of(wc).blocks - 1
+
+
+def block_inputs(wc):
+    from fedrepro.workflow.split import block_name
+
+    inputs = run_inputs(wc)
+    k = block_index(wc)
+    if k > 0:
+        inputs["resume"] = split_of(wc).block_file(wc.part, block_name(k - 1))
+    return inputs
+
+
+def block_params(wc):
+    return {"index": block_index(wc), "count": split_of(wc).blocks}
+
+
+def block_code(wc):
+    runner_module = run_spec(wc)["runner"].partition(":")[0]
+    return code(
+        "workflow/scripts/run_block.py",
+        modules=(runner_module,),
+        extra=run_plugin_files(wc.paper, wc.experiment, wc.configuration, wc.scale),
+    )
+
+
 def split_runs_regex():
     """The merge rule's wildcard: exactly the split runs' paths (a pattern nothing matches when none is split)."""
     import re

@@ -64,6 +64,52 @@ use rule run as run_part with:
         code=run_code,
 
 
+# A part longer than the limit, in chained blocks (fedrepro.checkpoint, docs/cluster.md): each block goes on from the
+# checkpoint of the one before, or from its own killed job's; the last block writes the part's CSV.
+rule run_block:
+    """One block of a part run in chained blocks -> the checkpoint the next block goes on from."""
+    input:
+        unpack(block_inputs),
+    output:
+        checkpoint="results/{scale}/{paper}/runs/{experiment}/{configuration}.parts/{part}.blocks/{block}.pt",
+        prov="results/{scale}/{paper}/runs/{experiment}/{configuration}.parts/{part}.blocks/{block}.pt.prov.json",
+    log:
+        "results/{scale}/{paper}/logs/runs/{experiment}/{configuration}.parts/{part}.blocks/{block}.log",
+    wildcard_constraints:
+        paper="|".join(PAPERS),
+        experiment="[^/]+",
+        configuration="[^/]+",
+        part=r"p\d{3}",
+        block=r"b\d{3}",
+    priority: run_priority
+    conda:
+        "../../environment.yml"
+    threads: lambda wc: run_spec(wc)["threads"]
+    resources:
+        **partition_resources(),
+        mem_mb=run_resource("mem_mb", DEFAULT_MEM_MB),
+        runtime=part_runtime,
+        gpu=run_resource("gpu", 0),
+        machine=lambda wc: MACHINE_SLOTS if run_spec(wc)["alone"] else 1,
+        host_cores=lambda wc: min(run_spec(wc)["threads"], HOST_CORES),
+        slurm_extra=slurm_extra,
+    params:
+        cfg=part_params,
+        spec=run_spec,
+        code=block_code,
+        block=block_params,
+    script:
+        "../scripts/run_block.py"
+
+
+use rule run_block as run_last_block with:
+    output:
+        csv="results/{scale}/{paper}/runs/{experiment}/{configuration}.parts/{part}.blocks/rows.csv",
+        prov="results/{scale}/{paper}/runs/{experiment}/{configuration}.parts/{part}.blocks/rows.csv.prov.json",
+    log:
+        "results/{scale}/{paper}/logs/runs/{experiment}/{configuration}.parts/{part}.blocks/last.log",
+
+
 rule run_merge:
     """The parts of a split run, concatenated in order: the CSV the unsplit run writes, with its sidecar."""
     input:

@@ -641,7 +641,7 @@ def _run_on(ctx, factory):
 
     make_task, status, info = factory
     params = prepare_params(ctx.params, info)
-    rows, facts = run_experiment(params, make_task, log=ctx.log.info, progress=ctx.blocks)
+    rows, facts = run_experiment(params, make_task, log=ctx.log.info, progress=getattr(ctx, "blocks", None))
     ctx.log.info("%s/%s: %d iterations x %d runs", ctx.experiment, ctx.configuration, int(params["T"]),
                  len(facts["runs"]))
     return RunResult(rows, seeds=[ctx.seed + i for i in range(int(params.get("seeds", 1)))],

@@ -591,20 +591,25 @@ def grid_runs(params: dict) -> tuple[int, str]:
 def split_advice(registry, paper: str, experiment: str, configuration: str, scale: str, hours: float,
                  max_hours: float) -> str:
     """How a run planned at `hours` (the request, SAFETY included) fits jobs of at most `max_hours`: the parts its
-    runner declares (fedrepro.workflow.split; the workflow runs them), else the cut that would fit, which needs
-    a `split_<runner>` declaration; where no cut fits, blocks of epochs with checkpoint and resume."""
-    from fedrepro.workflow.split import can_split, choose_level, resolved_params, split_levels, split_module
+    runner declares (fedrepro.workflow.split; the workflow runs them), each in chained blocks with checkpoint and
+    resume where no cut fits and the runner runs in blocks (fedrepro.checkpoint); else the cut that would fit, which
+    needs a `splits` module declaring it."""
+    from fedrepro.workflow.split import can_split, fit, resolved_params, split_module
 
     runner = registry.run_spec(paper, experiment, scale)["runner"]
     resolved = resolved_params(registry, paper, experiment, configuration, scale)
     if can_split(registry.root, runner, resolved):
-        label, overrides, fits = choose_level(split_levels(registry.root, runner, resolved), hours, max_hours)
+        label, overrides, fits, blocks = fit(registry.root, runner, resolved, hours, max_hours)
         n = len(overrides)
+        each = hours / n / blocks
+        parts = f"{n} jobs, one per {label}," if n > 1 else "one job"
+        if blocks > 1:
+            return (f"runs as {parts} each in {blocks} chained blocks of {each:,.0f} h with checkpoint and resume "
+                    f"(rules run_block, run_last_block, then run_merge)" + ("" if fits else ", still over the limit"))
         if fits:
-            return f"runs as {n} jobs, one per {label}, of {hours / n:,.0f} h each (rule run_part, then run_merge)"
-        return (f"runs as {n} jobs, one per {label}, but each of {hours / n:,.0f} h still exceeds the limit: it "
-                f"needs about {math.ceil(hours / max_hours)} blocks of epochs with checkpoint and resume, which "
-                f"fedrepro does not do")
+            return f"runs as {n} jobs, one per {label}, of {each:,.0f} h each (rule run_part, then run_merge)"
+        return (f"runs as {n} jobs, one per {label}, but each of {each:,.0f} h still exceeds the limit, and its runner "
+                f"does not run in blocks (fedrepro.checkpoint)")
     params = registry.params(paper, experiment, configuration, scale)
     seeds = int(params.get("n_seeds") or params.get("seeds") or params.get("trials") or 1)
     runs, what = grid_runs(params)
@@ -619,8 +624,8 @@ def split_advice(registry, paper: str, experiment: str, configuration: str, scal
             return f"not split: {undeclared}; {n} jobs, one per {label}, of {hours / n:,.0f} h each would fit"
     finest = f"{options[-1][0]} jobs (one per {options[-1][1]}) of {hours / options[-1][0]:,.0f} h" if options \
         else "one seed and one run"
-    return (f"not split: even {finest} exceed the limit: it needs about {math.ceil(hours / max_hours)} blocks of "
-            f"epochs with checkpoint and resume, which fedrepro does not do")
+    return (f"not split: even {finest} exceed the limit: it needs about {math.ceil(hours / max_hours)} blocks with "
+            f"checkpoint and resume, which its runner does not declare (fedrepro.checkpoint)")
 
 
 def over_limit(registry, measurements, jobs, scale: str, max_hours: float) -> list[str]:

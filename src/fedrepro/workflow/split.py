@@ -12,10 +12,17 @@ part seeds its own random streams, so no part depends on another).
 A leaderboard board run (parameters with a `board_compressors` list, run by `fedrepro.leaderboard.candidates.run_each`:
 one engine call per compressor, each from the configuration's own seeds) divides per compressor without declaring it.
 
+A runner may also run in chained blocks (fedrepro.checkpoint): its `splits` module names it in
+`BLOCKS = {"<module>:<runner>": "<function>"}`, a function of the run's parameters giving the most blocks the run
+divides into (thesis ch. 3: its epochs, `fedrepro/decentral/splits.py`).
+
 The workflow runs a configuration whose planned runtime request (fedrepro.workflow.plan) exceeds
 `cluster.max_runtime_h` as the parts of the coarsest level whose share fits (rule `run_part`, one job each), then
-concatenates them (rule `run_merge`) into the CSV the unsplit run writes.  A part that finished is kept when a build
-is killed or a job times out: the next build runs only the parts that are missing.
+concatenates them (rule `run_merge`) into the CSV the unsplit run writes.  Where even the finest level's share does
+not fit and the runner runs in blocks, each part is a chain of jobs (rule `run_block`, then `run_part` for the last
+block), each going on from the checkpoint of the one before.  A part or block that finished is kept when a build is
+killed or a job times out, and a block killed mid-way goes on from its last checkpoint: the next build runs only
+what is missing.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PARTS_SUFFIX = ".parts"   # results/<scale>/<paper>/runs/<experiment>/<configuration>.parts/p000.csv
+BLOCKS_SUFFIX = ".blocks"  # ... .parts/p000.blocks/b000.pt: the checkpoint block 0 of part 0 hands on
 
 
 @dataclass
@@ -38,7 +46,8 @@ class Split:
     label: str                                   # what one part is ("seed x (compressor, b) run")
     overrides: list[dict] = field(default_factory=list)
     hours: float = 0.0                           # the unsplit run's runtime request (h)
-    fits: bool = True                            # each part's share within the limit
+    fits: bool = True                            # each job's share within the limit
+    blocks: int = 1                              # chained jobs per part (fedrepro.checkpoint)
 
     @property
     def run(self) -> str:
@@ -49,11 +58,22 @@ class Split:
         return [part_name(i) for i in range(len(self.overrides))]
 
     def part_files(self) -> list[str]:
+        """Each part's CSV: written by its job (rule run_part), or by the last of its blocks (rule run_last_block)."""
+        if self.blocks > 1:
+            return [f"results/{self.run}{PARTS_SUFFIX}/{name}{BLOCKS_SUFFIX}/rows.csv" for name in self.part_names()]
         return [f"results/{self.run}{PARTS_SUFFIX}/{name}.csv" for name in self.part_names()]
 
+    def block_names(self) -> list[str]:
+        """The blocks of a part that hand on a checkpoint (every one but the last, which writes the part's CSV)."""
+        return [block_name(k) for k in range(self.blocks - 1)]
+
+    def block_file(self, part: str, block: str) -> str:
+        return f"results/{self.run}{PARTS_SUFFIX}/{part}{BLOCKS_SUFFIX}/{block}.pt"
+
     def runtime_min(self, limit_h: float) -> int:
-        """A part's runtime request: an even share of the unsplit request, at most the limit."""
-        return max(1, int(min(limit_h * 60, max(10, math.ceil(self.hours * 60 / len(self.overrides))))))
+        """A job's runtime request: an even share of the unsplit request, at most the limit."""
+        share = self.hours * 60 / (len(self.overrides) * self.blocks)
+        return max(1, int(min(limit_h * 60, max(10, math.ceil(share)))))
 
 
 def part_name(index: int) -> str:
@@ -62,6 +82,10 @@ def part_name(index: int) -> str:
 
 def part_index(name: str) -> int:
     return int(name[1:])
+
+
+def block_name(index: int) -> str:
+    return f"b{index:03d}"
 
 
 def split_module(runner: str) -> str:
@@ -79,6 +103,16 @@ def split_function_name(root: str | Path, runner: str) -> str | None:
 
 def declares_split(root: str | Path, runner: str) -> bool:
     return split_function_name(root, runner) is not None
+
+
+def max_blocks(root: str | Path, runner: str, params: dict) -> int:
+    """The most chained blocks a run of `runner` with these parameters divides into (1: it does not run in blocks)."""
+    from fedrepro.workflow.plan import declared
+
+    function = declared(root, split_module(runner), "BLOCKS").get("BLOCKS", {}).get(runner)
+    if function is None:
+        return 1
+    return max(1, int(getattr(importlib.import_module(split_module(runner)), function)(params)))
 
 
 def board_levels(params: dict) -> list[tuple[str, list[dict]]]:
@@ -132,10 +166,26 @@ def plan_split(registry, measurements, paper: str, experiment: str, configuratio
     hours = planned_runtime_min(est.wall_hours) / 60
     if hours <= limit_h:
         return None
-    label, overrides, fits = choose_level(split_levels(registry.root, spec["runner"], params), hours, limit_h)
-    if len(overrides) < 2:
+    label, overrides, fits, blocks = fit(registry.root, spec["runner"], params, hours, limit_h)
+    if len(overrides) * blocks < 2:
         return None
-    return Split(paper, experiment, configuration, scale, label, overrides, hours, fits)
+    return Split(paper, experiment, configuration, scale, label, overrides, hours, fits, blocks)
+
+
+def fit(root: str | Path, runner: str, params: dict, hours: float, limit_h: float):
+    """(label, overrides, fits, blocks): the coarsest level whose parts' share of `hours` fits `limit_h`; where none
+    does and the runner runs in blocks, each part of the finest level in as many chained blocks as fit the limit
+    (at most as many as the run has, `max_blocks`)."""
+    levels = split_levels(root, runner, params) or [("run", [{}])]
+    label, overrides, fits = choose_level(levels, hours, limit_h)
+    blocks = 1
+    if not fits:
+        from fedrepro.workflow.plan import with_overrides
+
+        most = min(max_blocks(root, runner, with_overrides(params, o)) for o in overrides)
+        blocks = min(most, math.ceil(hours / len(overrides) / limit_h))
+        fits = hours / len(overrides) / blocks <= limit_h
+    return label, overrides, fits, blocks
 
 
 def resolved_params(registry, paper: str, experiment: str, configuration: str, scale: str) -> dict:
