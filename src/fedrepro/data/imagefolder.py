@@ -158,25 +158,21 @@ class NodeBatchSampler:
     permutation of its shard each epoch in steps of `batch` (the last step of an epoch is shorter, A-40).
     Yields lists of n * b (position, seed) pairs, node 0's b first."""
 
-    def __init__(self, shards: np.ndarray, batch: int, seed: int, skip: int = 0):
+    def __init__(self, shards: np.ndarray, batch: int, seed: int):
         self.shards = np.asarray(shards)
         self.batch = int(batch)
         self.rng = np.random.default_rng(seed)
         self.steps_per_epoch = -(-self.shards.shape[1] // self.batch)
-        self.skip = int(skip)           # batches already consumed (a resumed run): drawn again, not yielded
 
     def __iter__(self):
         n, m = self.shards.shape
-        drawn = 0
         while True:
             perm = np.argsort(self.rng.random((n, m)), axis=1)          # one permutation per node
             order = np.take_along_axis(self.shards, perm, axis=1)
             for s in range(0, m, self.batch):
                 block = order[:, s:s + self.batch].reshape(-1)
                 seeds = self.rng.integers(0, 2**63 - 1, size=block.size)
-                drawn += 1
-                if drawn > self.skip:
-                    yield list(zip(block.tolist(), seeds.tolist()))
+                yield list(zip(block.tolist(), seeds.tolist()))
 
 
 class EpochBatchSampler:
@@ -229,9 +225,9 @@ def make_loader(dataset: torch.utils.data.Dataset, batch_sampler, workers: int =
 
 
 def node_batches(dataset: ImageFiles, shards: np.ndarray, batch: int, seed: int, workers: int = 0,
-                 pin_memory: bool = False, skip: int = 0):
-    """An endless iterator of (x (n, b, 3, S, S), y (n, b)) node batches, from the `skip`-th on (none decoded before)."""
+                 pin_memory: bool = False):
+    """An endless iterator of (x (n, b, 3, S, S), y (n, b)) node batches."""
     n = np.asarray(shards).shape[0]
-    loader = make_loader(dataset, NodeBatchSampler(shards, batch, seed, skip), workers, pin_memory)
+    loader = make_loader(dataset, NodeBatchSampler(shards, batch, seed), workers, pin_memory)
     for x, y in loader:
         yield x.view(n, -1, *x.shape[1:]), y.view(n, -1)

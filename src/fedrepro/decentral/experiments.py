@@ -10,6 +10,7 @@ module via fedrepro.models.StackedModel on in-memory images: ResNet-20 / MLP pro
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -281,6 +282,27 @@ class TorchTask:
         return {"test_acc": acc, "test_error": 1.0 - acc, "train_loss": loss}
 
 
+class _Skipping:
+    """A batch sampler from its `skip`-th batch on: the earlier ones are drawn again (the sampler's stream goes on
+    where a resumed run left it) but never handed to the loader, so no image of them is decoded."""
+
+    def __init__(self, sampler, skip: int):
+        self.sampler, self.skip = sampler, int(skip)
+
+    def __iter__(self):
+        return itertools.islice(iter(self.sampler), self.skip, None)
+
+
+def _node_batches(dataset, shards: np.ndarray, batch: int, seed: int, workers: int, pin_memory: bool, skip: int):
+    """fedrepro.data.imagefolder.node_batches from the `skip`-th node batch on: (x (n, b, 3, S, S), y (n, b))."""
+    from fedrepro.data.imagefolder import NodeBatchSampler, make_loader
+
+    n = np.asarray(shards).shape[0]
+    loader = make_loader(dataset, _Skipping(NodeBatchSampler(shards, batch, seed), skip), workers, pin_memory)
+    for x, y in loader:
+        yield x.view(n, -1, *x.shape[1:]), y.view(n, -1)
+
+
 class ImageFolderTask:
     """Thesis Fig. 3.1: a torch module on an ImageNet-style image folder that does not fit in memory.  Minibatches
     stream from fedrepro.data.imagefolder (each node reshuffles its own shard every epoch, A-40; RandomResizedCrop
@@ -290,7 +312,7 @@ class ImageFolderTask:
     def __init__(self, module, index, n: int, partition: str, batch: int, seed: int, image_size: int = 224,
                  train_eval: int | None = 50000, test_eval: int | None = None, augment: bool = True,
                  workers: int = 0, eval_batch: int = 250, device: str = "cpu"):
-        from fedrepro.data.imagefolder import TRAIN, VAL, ImageFiles, ImageTransform, node_batches
+        from fedrepro.data.imagefolder import TRAIN, VAL, ImageFiles, ImageTransform
         from fedrepro.data.partition import node_split
         from fedrepro.models.stacked import StackedModel
 
@@ -304,7 +326,7 @@ class ImageFolderTask:
         self.shards = np.stack([p[:m] for p in parts])
         pin = self.device.type == "cuda"
         self._stream = int(rng_stream(seed, "decentral", "minibatch").integers(2**62))
-        self._batches_of = lambda skip: node_batches(train, self.shards, batch, self._stream, workers, pin, skip)
+        self._batches_of = lambda skip: _node_batches(train, self.shards, batch, self._stream, workers, pin, skip)
         self.batches, self.consumed = self._batches_of(0), 0
         k = len(train) if not train_eval else min(int(train_eval), len(train))
         self.train_subset = np.sort(rng_stream(seed, "decentral", "train_eval").choice(len(train), size=k, replace=False))
