@@ -16,6 +16,7 @@ import pytest
 from conftest import snakemake
 
 from fedrepro.io import without_timings, write_csv
+from fedrepro.provenance.sidecar import read_sidecar
 from fedrepro.registry.papers import Registry
 from fedrepro.workflow import plan
 from fedrepro.workflow.split import choose_level, merge_parts, plan_splits, resolved_params, split_levels
@@ -136,6 +137,9 @@ def test_a_run_in_chained_blocks_killed_mid_block_and_resumed_equals_the_straigh
     assert _masked(resumed, tmp_path / "r.csv") == _masked(straight, tmp_path / "s.csv")
     record = pd.read_json(io.StringIO((workdir / (BLOCKED + ".prov.json")).read_text()), typ="series")
     assert record["extra"]["split"] == {"label": "method", "parts": 5}
+    # a part's sidecar carries its chain's cost (the plan reads a run's cost there), the blocks' before it included
+    cost = [read_sidecar(workdir / BLOCKS / f"p004.blocks/{f}")["extra"]["cpu_seconds"] for f in ("b000.pt", "rows.csv")]
+    assert 0 < cost[0] < cost[1], cost
 
 
 @pytest.mark.slow

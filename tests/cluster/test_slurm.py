@@ -328,3 +328,59 @@ def test_a_cancelled_job_fails_the_build_with_its_id_and_log_and_does_not_hang(s
     assert report and "CANCELLED" in report, log[-4000:]
     assert submitted[last] in log.split(report, 1)[1], log[-4000:]   # the job's log is named with the error
     assert not (wd / target).exists()
+
+
+def test_a_block_cancelled_mid_way_is_resubmitted_and_goes_on_from_its_checkpoint(slurm_env, tmp_path_factory):
+    """docs/cluster.md, 'Runs longer than the time limit': smoke Fig. 3.1 under a tiny time limit runs per method in
+    chained blocks, one job at a time; a block job is cancelled once it has saved a checkpoint within its block (as a
+    job stopped at its time limit or on a lost node is), the profile resubmits it, and it goes on from that
+    checkpoint.  The merged CSV equals the straight local run's.  Job states from squeue (on the sacct path a
+    cancelled job hangs the build, above)."""
+    import pandas as pd
+
+    from fedrepro.io import without_timings
+
+    wd = copy_workflow(tmp_path_factory.mktemp("slurm-blocks") / "wf")
+    target = "results/smoke/thesis/runs/fig3_1/as-stated.csv"
+    straight = _snakemake("--cores", "2", target, "--config", "scale=smoke", cwd=wd, env=slurm_env)
+    assert straight.returncode == 0, (straight.stdout + straight.stderr)[-4000:]
+    expected = without_timings(pd.read_csv(wd / target))
+    for f in (target, target + ".prov.json"):
+        (wd / f).unlink()
+
+    out_path = wd / "snakemake.out"
+    parts = wd / "results/smoke/thesis/runs/fig3_1/as-stated.parts"
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "snakemake", "--profile", "workflow/profiles/slurm", "--jobs",
+                                 "1", "--slurm-status-command", "squeue", *_quick_status(), *_memory_args(slurm_env),
+                                 target, "--config", "scale=smoke",
+                                 "cluster={max_runtime_h: 0.00001, checkpoint_minutes: 0}"],
+                                cwd=wd, env=slurm_env, stdout=out, stderr=subprocess.STDOUT, text=True)
+        cancelled, tried, partial = None, set(), None
+        deadline = time.monotonic() + 600
+        try:
+            while proc.poll() is None and time.monotonic() < deadline:
+                found = sorted(parts.glob("p*.blocks/*.partial")) if cancelled is None else []
+                run_id = re.search(r"SLURM run ID: (\S+)", out_path.read_text())
+                if found and run_id:      # a block mid-way, in the one job of this build that is running
+                    running = _sh("squeue", "-h", "-n", run_id.group(1), "-t", "RUNNING", "-o", "%i", env=slurm_env,
+                                  check=False).stdout.split()
+                    for job_id in set(running) - tried:
+                        tried.add(job_id)
+                        _sh("scancel", job_id, env=slurm_env)
+                        output = Path(str(found[0]).removesuffix(".partial"))
+                        if found[0].exists() and not output.exists():      # stopped mid-block, not after it
+                            cancelled, partial = job_id, found[0]
+                time.sleep(0.05)
+            assert proc.poll() is not None, "the build did not end within 600 s"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    log = out_path.read_text()
+    assert proc.returncode == 0, log[-6000:]
+    assert cancelled, f"no block job was cancelled mid-way (tried {sorted(tried)})"
+    block_logs = wd / partial.parent.relative_to(wd).as_posix().replace("/runs/", "/logs/runs/")
+    said = "\n".join(p.read_text() for p in block_logs.glob("*.log"))
+    assert f"from {partial.relative_to(wd).as_posix()}" in said, said[-3000:]
+    assert without_timings(pd.read_csv(wd / target)).equals(expected)

@@ -6,6 +6,7 @@ run rule (workflow/scripts/run.py) writes a whole run's."""
 from fedrepro.checkpoint import Block, BlockEnd, Progress, run_key
 from fedrepro.comm.plugins import import_plugins
 from fedrepro.io import write_csv
+from fedrepro.provenance.sidecar import read_sidecar
 from fedrepro.runner import RunContext, load_runner
 from fedrepro.runtime import limit_threads
 from fedrepro.workflow.jobs import RunCost, rule_run
@@ -37,9 +38,16 @@ with rule_run(sm, inputs=sm.input) as run:
     cost.stop()
     run.device = getattr(ctx, "_device", "cpu")
     steps = {"block": block, "steps": ctx.blocks.counter, "of_steps": ctx.blocks.total}
+    # the chain's cost so far (the plan reads a run's whole cost from its CSV's sidecar): this block's plus the
+    # blocks' before it, as the previous checkpoint's sidecar sums them
+    before = (read_sidecar(inputs["resume"]).get("extra") or {}) if "resume" in inputs else {}
+    own = cost.record()
+    total = {"wall_seconds": round(own["wall_seconds"] + before.get("wall_seconds", 0), 2),
+             "cpu_seconds": round(own["cpu_seconds"] + before.get("cpu_seconds", 0), 2),
+             "peak_rss_mb": max(own["peak_rss_mb"], before.get("peak_rss_mb", 0))}
     if result is None:
         run.sidecars([checkpoint], inputs=list(inputs.values()), config=ctx.params, seeds=[ctx.seed],
-                     extra={"runner": spec["runner"], **steps, **cost.record()})
+                     extra={"runner": spec["runner"], **steps, **total})
     else:
         rows = result.rows
         if "configuration" not in rows:
@@ -50,4 +58,4 @@ with rule_run(sm, inputs=sm.input) as run:
         run.sidecars([sm.output.csv, *result.side_files],
                      inputs=result.inputs if result.inputs is not None else list(inputs.values()),
                      config=ctx.params, seeds=result.seeds if result.seeds is not None else [ctx.seed],
-                     data=result.data, extra={"runner": spec["runner"], **steps, **cost.record(), **result.extra})
+                     data=result.data, extra={"runner": spec["runner"], **steps, **total, **result.extra})
