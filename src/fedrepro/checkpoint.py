@@ -17,9 +17,9 @@ starts from that file.  Within a block a checkpoint is also written every `save_
 output, so a job that is killed (or times out) resumes from it instead of from the block's start.  Every
 checkpoint carries the run's key (its parameters and code): one of another run is refused, never resumed from.
 
-The run rule (workflow/scripts/run.py) hands a block's `Progress` to the runner as `ctx.blocks`, and writes the
-block's checkpoint when the runner raises `BlockEnd`; the runners that can run in blocks say so in their package's
-`splits` module (`BLOCKS`; fedrepro.workflow.split).
+The block rules (workflow/scripts/run_block.py) hand a block's `Progress` to the runner as `ctx.blocks`, and
+record the block's checkpoint when the runner raises `BlockEnd`; the runners that can run in blocks say so in
+their package's `splits` module (`BLOCKS`; fedrepro.workflow.split).
 
 Saving changes nothing a run computes: a run split into blocks, killed and resumed writes the rows the straight
 run writes (tests/test_split.py).  Without a block (`Progress()`), every call is a no-op.
