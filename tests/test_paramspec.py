@@ -298,6 +298,7 @@ READS = {
         *[("fedrepro.decentral.experiments", f, {**_P, "params['trigger']": "trigger."})
           for f in ("build_engine", "tune_gamma", "run_method", "run_experiment", "make_task_factory",
                     "_image_folder_factory", "prepare_params", "calibrate_trigger", "run")],
+        *[("fedrepro.decentral.splits", f, _P) for f in ("loops", "tune_steps", "total_steps", "max_blocks")],
         ("fedrepro.decentral.schedules", "make_lr", {"spec": "lr."}),
         ("fedrepro.decentral.schedules", "make_threshold", {"spec": "trigger."})],
     "fedrepro.cvfl.experiments:run": [("fedrepro.cvfl.experiments", f, {**_P, "run": "runs[]."})

@@ -254,10 +254,12 @@ def test_editing_the_notebook_helpers_reruns_every_render_and_no_run(smoke_run):
 
 def test_one_run_rule(workdir):
     """One registry-driven run rule; its only other forms are a split run's parts (the same rule, `use rule run as
-    run_part`) and their merge (fedrepro.workflow.split), never a rule per paper or experiment."""
+    run_part`), a part's chained blocks (fedrepro.checkpoint) and the parts' merge (fedrepro.workflow.split), never
+    a rule per paper or experiment."""
     rules = snakemake("--list-rules", cwd=workdir).stdout.split()
     assert "run" in rules
-    assert [r for r in rules if r.endswith("_run") or r.startswith("run_")] == ["run_merge", "run_part"]
+    assert sorted(r for r in rules if r.endswith("_run") or r.startswith("run_")) == [
+        "run_block", "run_last_block", "run_merge", "run_part"]
 
 
 def test_executed_notebooks_show_their_figures(smoke_run):
