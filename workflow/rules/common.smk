@@ -332,12 +332,7 @@ def block_params(wc):
 
 
 def block_code(wc):
-    runner_module = run_spec(wc)["runner"].partition(":")[0]
-    return code(
-        "workflow/scripts/run_block.py",
-        modules=(runner_module,),
-        extra=run_plugin_files(wc.paper, wc.experiment, wc.configuration, wc.scale),
-    )
+    return runner_code(wc, "workflow/scripts/run_block.py")
 
 
 def split_runs_regex():
@@ -468,9 +463,14 @@ def render_outputs(folder, suffixes, shown, kind):
 
 
 def run_code(wc):
+    return runner_code(wc, "workflow/scripts/run.py")
+
+
+def runner_code(wc, script):
+    """The code of a run job: its script, the runner's module closure and the plugins the run uses."""
     runner_module = run_spec(wc)["runner"].partition(":")[0]
     return code(
-        "workflow/scripts/run.py",
+        script,
         modules=(runner_module,),
         extra=run_plugin_files(wc.paper, wc.experiment, wc.configuration, wc.scale),
     )
