@@ -297,9 +297,9 @@ def split_key(wc):
 def part_params(wc):
     """A part's parameters: the configuration's, with the part's overrides merged in."""
     from fedrepro.workflow.plan import with_overrides
-    from fedrepro.workflow.split import part_index
+    from fedrepro.workflow.split import name_index
 
-    overrides = split_of(wc).overrides[part_index(wc.part)]
+    overrides = split_of(wc).overrides[name_index(wc.part)]
     return with_overrides(
         run_params(wc.paper, wc.experiment, wc.configuration, wc.scale), overrides
     )
@@ -312,9 +312,9 @@ def part_runtime(wc):
 # Runs in chained blocks (fedrepro.checkpoint): block k of a part reads the checkpoint of block k - 1, and the last
 # block (rule run_last_block) the one before it.
 def block_index(wc):
-    from fedrepro.workflow.split import part_index
+    from fedrepro.workflow.split import name_index
 
-    return part_index(wc.block) if "block" in wc.keys() else split_of(wc).blocks - 1
+    return name_index(wc.block) if "block" in wc.keys() else split_of(wc).blocks - 1
 
 
 def block_inputs(wc):

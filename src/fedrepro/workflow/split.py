@@ -80,7 +80,8 @@ def part_name(index: int) -> str:
     return f"p{index:03d}"
 
 
-def part_index(name: str) -> int:
+def name_index(name: str) -> int:
+    """The index of a part or block named by `part_name` or `block_name` (p003, b003 -> 3)."""
     return int(name[1:])
 
 
